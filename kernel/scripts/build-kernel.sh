@@ -11,6 +11,7 @@
 #   QRWB_OUT       build directory       (default build/kernels/ARCH-VARIANT)
 #   QRWB_PROGRESS  "n of m" shown in the progress line
 #   QRWB_JOBS      make -j               (default: nproc + 1)
+#   QRWB_CONFIGS   fragment directory    (default kernel/configs)
 #
 # The stamp $QRWB_OUT/.qrwbench-built holds a hash of every input (tree
 # commit, fragments, compiler); it is removed before and written after a
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-configs=$top/kernel/configs
+configs=${QRWB_CONFIGS:-$top/kernel/configs}
 arch=${1:-}
 variant=${2:-}
 config_only=0
@@ -34,7 +35,13 @@ valid_variants=$(cd "$configs" && ls variant-*.config | sed 's/^variant-//; s/\.
 [ -n "$variant" ] && [ -f "$configs/variant-$variant.config" ] ||
 	die "unknown VARIANT '$variant': valid are $valid_variants"
 
-src=${QRWB_SRC:-$top/build/src/linux}
+if [ "$variant" = unpatched ]; then
+	# The base tree without the series: a git worktree of the base commit.
+	src=${QRWB_SRC:-$top/build/src/linux-unpatched}
+	[ -f "$src/Makefile" ] || "$top/kernel/scripts/prepare-tree.sh" --unpatched
+else
+	src=${QRWB_SRC:-$top/build/src/linux}
+fi
 out=${QRWB_OUT:-$top/build/kernels/$arch-$variant}
 jobs=${QRWB_JOBS:-$(( $(nproc) + 1 ))}
 progress=${QRWB_PROGRESS:+ ($QRWB_PROGRESS)}
@@ -59,13 +66,18 @@ inputs=$( {
 } | sha256sum | cut -c1-16)
 
 stamp=$out/.qrwbench-built
-if [ "$config_only" = 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$inputs" ]; then
+if [ "$config_only" = 1 ] && [ -f "$out/.qrwbench-configured" ] &&
+   [ "$(cat "$out/.qrwbench-configured")" = "$inputs" ]; then
+	echo "kernel $arch-$variant: configured, up to date ($out/.config)"
+	exit 0
+fi
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$inputs" ]; then
 	echo "kernel $arch-$variant$progress: up to date ($out)"
 	exit 0
 fi
 
 mkdir -p "$out"
-rm -f "$stamp"
+rm -f "$stamp" "$out/.qrwbench-configured"
 log=$out/build.log
 kmake=(make -C "$src" O="$out" ARCH="$karch" CROSS_COMPILE="$cross" CC="$cc" HOSTCC="ccache gcc" -j"$jobs")
 
@@ -103,6 +115,7 @@ while IFS= read -r line; do
 	esac
 done < <(cat "${fragments[@]}")
 [ "$bad" = 0 ] || die "$arch-$variant: requested options were dropped (see above); fix kernel/configs/"
+echo "$inputs" > "$out/.qrwbench-configured"
 [ "$config_only" = 1 ] && { echo "kernel $arch-$variant: configured ($out/.config)"; exit 0; }
 
 start=$(date +%s)

@@ -5,9 +5,10 @@
 # fixed author and date, so its id is the same on every machine) and apply the
 # patch series in kernel/patches/series as commits with `git am`.
 #
-# Usage: prepare-tree.sh [--base-only]
+# Usage: prepare-tree.sh [--base-only | --unpatched]
 #   QRWB_TARBALL   kernel tarball (default /usr/src/linux-source-6.12.tar.xz)
 #   QRWB_SRC       tree to create  (default build/src/linux)
+#   QRWB_PATCHES   patch directory (default kernel/patches)
 #
 # Re-running when neither the tarball nor the series changed does nothing.
 # The stamp build/src/linux/.git/qrwbench-series records what was applied;
@@ -17,9 +18,15 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tarball=${QRWB_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 src=${QRWB_SRC:-$top/build/src/linux}
-patches=$top/kernel/patches
+patches=${QRWB_PATCHES:-$top/kernel/patches}
 base_only=0
-[ "${1:-}" = "--base-only" ] && base_only=1
+unpatched=0
+case "${1:-}" in
+--base-only) base_only=1 ;;
+--unpatched) base_only=1; unpatched=1 ;;
+'') ;;
+*) echo "prepare-tree: unknown option '$1': valid are --base-only, --unpatched" >&2; exit 1 ;;
+esac
 
 die() { echo "prepare-tree: $*" >&2; exit 1; }
 
@@ -43,7 +50,7 @@ if [ ! -f "$src/.git/qrwbench-base" ] || [ "$(cat "$src/.git/qrwbench-base")" !=
 		git config gc.auto 0
 		echo "prepare-tree: committing the base tree"
 		git add -A -f .
-		version=$(make -s kernelversion)
+		version=$(make -s kernelversion 2>/dev/null || echo unknown)
 		git commit -q -m "Debian linux-source-6.12 ($version)" \
 			-m "Extracted from $(basename "$tarball") by qrwbench."
 		git tag -f qrwbench-base >/dev/null
@@ -52,6 +59,15 @@ if [ ! -f "$src/.git/qrwbench-base" ] || [ "$(cat "$src/.git/qrwbench-base")" !=
 	mv "$src.tmp" "$src"
 fi
 
+if [ "$unpatched" = 1 ]; then
+	# A worktree at the base commit, for the unpatched reference build.
+	if [ ! -f "$src-unpatched/Makefile" ]; then
+		git -C "$src" worktree prune
+		rm -rf "$src-unpatched"
+		git -C "$src" worktree add -q --detach "$src-unpatched" qrwbench-base
+	fi
+	exit 0
+fi
 [ "$base_only" = 1 ] && exit 0
 
 cd "$src"

@@ -1,0 +1,98 @@
+# qrwbench: what memory ordering costs in Linux's queued rwlocks and atomics.
+#
+#   make deps                      install the Debian packages (root)
+#   make kernels                   every arch x variant kernel of the default matrix
+#   make kernel ARCH=arm64 VARIANT=full
+#   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml]
+#   make report                    build/report/index.html from the results store
+#   make audit                     what each variant compiles to (objdump)
+#   make test                      everything `make test` needs, then the tests
+#   make test-slow                 + the unpatched reference build and its identity check
+#
+# The host side runs under Debian's /usr/bin/python3 (it sees Debian's numpy,
+# scipy, matplotlib); the python3 first on PATH may be another install.
+
+PY          ?= /usr/bin/python3
+ARCHES      := $(filter-out base variant-%,$(basename $(notdir $(wildcard kernel/configs/*.config))))
+VARIANTS    := full acqrel relaxed
+ALL_VARIANTS := $(patsubst variant-%,%,$(basename $(notdir $(wildcard kernel/configs/variant-*.config))))
+KERNELS     := $(foreach a,$(ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
+# The kernels `make test` boots and disassembles (the relaxed ones are only
+# configured there: their .config is checked, nothing boots them).
+TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full
+RESULTS_DB  ?= results/qrwbench.sqlite
+export RESULTS_DB PY
+
+PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
+
+.PHONY: all deps tree kernel kernels modules guests bench report audit regress \
+	test test-slow test-kernels clean distclean help check-arch-variant
+
+all: help
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@kernel/scripts/deps.sh
+
+tree: deps
+	@kernel/scripts/prepare-tree.sh
+
+check-arch-variant:
+	@case " $(ARCHES) " in *" $(ARCH) "*) ;; *) echo "unknown ARCH '$(ARCH)': valid are $(ARCHES)" >&2; exit 1;; esac
+	@case " $(ALL_VARIANTS) " in *" $(VARIANT) "*) ;; *) echo "unknown VARIANT '$(VARIANT)': valid are $(ALL_VARIANTS)" >&2; exit 1;; esac
+
+# One kernel: make kernel ARCH=arm64 VARIANT=full
+kernel: check-arch-variant tree
+	@kernel/scripts/build-kernel.sh $(ARCH) $(VARIANT)
+
+# Build a list of kernels with "n of m" progress: $(call build-kernels,list)
+define build-kernels
+	@n=0; m=$(words $(1)); for k in $(1); do n=$$((n+1)); \
+	  QRWB_PROGRESS="$$n of $$m" kernel/scripts/build-kernel.sh $${k%%-*} $${k#*-} || exit 1; done
+endef
+
+kernels: tree
+	$(call build-kernels,$(KERNELS))
+
+test-kernels: tree
+	$(call build-kernels,$(TEST_KERNELS))
+	@for a in $(ARCHES); do kernel/scripts/build-kernel.sh $$a relaxed --config-only >/dev/null || exit 1; done
+
+# Out-of-tree module and initramfs per kernel build.
+define build-guests
+	@n=0; m=$(words $(1)); for k in $(1); do n=$$((n+1)); \
+	  QRWB_PROGRESS="$$n of $$m" bench/build-module.sh $${k%%-*} $${k#*-} || exit 1; \
+	  guest/mkinitrd.sh $${k%%-*} $${k#*-} || exit 1; done
+endef
+
+guests: kernels
+	$(call build-guests,$(KERNELS))
+
+bench: guests
+	@$(PYRUN) -m qrwbench.bench $(if $(QUICK),--quick) $(if $(MATRIX),--matrix $(MATRIX)) --db $(RESULTS_DB)
+
+report: deps
+	@$(PYRUN) -m qrwbench report --db $(RESULTS_DB) --out build/report
+
+audit: kernels
+	@$(PYRUN) -m qrwbench.audit --out build/audit
+
+regress: deps
+	@$(PYRUN) -m qrwbench regress --db $(RESULTS_DB) $(if $(BASE),--base $(BASE)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+
+test: test-kernels
+	$(call build-guests,$(TEST_KERNELS))
+	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: test-kernels
+	$(call build-kernels,x86_64-unpatched arm64-unpatched)
+	@$(PY) -m pytest -m slow $(PYTEST_ARGS)
+
+# Keeps the results store (results/) and ccache; removes builds and runs.
+clean:
+	rm -rf build/kernels build/modules build/initrd build/runs build/report build/audit
+
+distclean: clean
+	rm -rf build

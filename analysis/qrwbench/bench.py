@@ -1,0 +1,258 @@
+"""`make bench`: run a matrix of guest boots and store what they measured.
+
+    /usr/bin/python3 -m qrwbench.bench [--matrix F | --quick] [--db PATH] [--fresh]
+
+Each boot: QEMU boots a kernel build with its initramfs; the guest loads the
+benchmark module with the cell's parameters and prints records; the console,
+the exact QEMU command, provenance and a status are saved in build/runs/<id>/,
+then the run is imported into the SQLite store. Boots whose run directory
+already holds a complete, imported run are skipped, so an interrupted matrix
+resumes where it stopped (--fresh measures everything again).
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+from . import kvm, matrix, provenance, qemu, targets
+from .targets import TOP, InputError
+
+RUNS = TOP / "build" / "runs"
+LOCK = TOP / "build" / "bench.lock"
+
+
+def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path]:
+    """(kernel image, initrd, kernel build dir) of a cell, checked to exist."""
+    kdir = TOP / "build" / "kernels" / f"{arch}-{variant}"
+    image = kdir / targets.ARCHES[arch].image
+    initrd = TOP / "build" / "initrd" / f"{arch}-{variant}.cpio"
+    if not (kdir / ".qrwbench-built").exists() or not image.exists():
+        raise InputError(f"kernel {arch}-{variant} is not built: run 'make kernel ARCH={arch} VARIANT={variant}'")
+    if not initrd.exists():
+        raise InputError(f"initramfs {initrd} is missing: run 'make guests'")
+    return image, initrd, kdir
+
+
+def append_for(cell: matrix.Cell, seed: int) -> str:
+    params = {"workload": cell.workload, "seed": seed, **cell.params_dict()}
+    return " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
+
+
+def run_id(boot: matrix.Boot, rig: dict, nonce: str) -> str:
+    c = boot.cell
+    h = hashlib.sha256(json.dumps([c.key(), boot.index, boot.seed, rig["rig_commit"],
+                                   rig["rig_diff_sha256"], nonce]).encode()).hexdigest()[:12]
+    wp = dict(c.params).get("write_pct")
+    return (f"{h}-{c.arch}-{c.accel}-{c.cpu}-{c.variant}-{c.workload}"
+            f"{'' if wp is None else f'-w{wp}'}-{c.vcpus}v-b{boot.index}")
+
+
+def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
+             kvm_probe: dict, extra: dict | None = None) -> dict:
+    """Boot one guest for `cell`, save everything in run_dir; return the status."""
+    from . import records   # the console parser (analysis side)
+    image, initrd, kdir = kernel_paths(cell.arch, cell.variant)
+    src = Path(os.environ.get("KERNEL_SRC_BUILT", TOP / "build" / "src" / (
+        "linux-unpatched" if cell.variant == "unpatched" else "linux")))
+    cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
+                       append_for(cell, seed))
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    prov = {"run_id": run_dir.name,
+            "cell": {"arch": cell.arch, "accel": cell.accel, "cpu_model": cell.cpu,
+                     "vcpus": cell.vcpus, "kernel_variant": cell.variant,
+                     "workload": cell.workload, "params": cell.params_dict()},
+            **provenance.rig_state(), **provenance.kernel_state(kdir, src), **provenance.host_state(),
+            "qemu_binary": cmd[0], "qemu_version": qemu.qemu_version(cmd[0]), "qemu_cmd": cmd,
+            "accel": cell.accel, "cpu_model": cell.cpu, "kvm_probe": kvm_probe,
+            "overcommitted": cell.vcpus > targets.host_cpus(), "seed": seed,
+            "started_at": provenance.now(), **(extra or {})}
+    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
+    status = qemu.boot(cmd, run_dir, timeout_s)
+    prov["finished_at"] = provenance.now()
+    (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
+    text = (run_dir / "console.log").read_bytes()
+    parsed = records.parse_console(text)
+    if status["status"] == "ok":
+        why = check_parsed(parsed, cell)
+        if why:
+            status.update(status="failed", reason=why)
+    if status["status"] == "failed":
+        status["console_tail"] = text[-2000:].decode("ascii", "replace").splitlines()[-15:]
+        if parsed.refused_reason:
+            status["refused_reason"] = parsed.refused_reason
+    qemu.write_status(run_dir, status)
+    return status
+
+
+def check_parsed(parsed, cell: matrix.Cell) -> str:
+    """Why a finished guest's output is not a valid run ('' when it is)."""
+    if parsed.refused_reason:
+        return f"module refused to load: {parsed.refused_reason}"
+    if parsed.faults:
+        return f"guest fault: {parsed.faults[0]}"
+    if not parsed.ok:
+        return parsed.reason
+    b = parsed.begin
+    if b.get("arch") != cell.arch or b.get("kernel_variant") != cell.variant:
+        return (f"guest reports {b.get('arch')}-{b.get('kernel_variant')}, "
+                f"expected {cell.arch}-{cell.variant}")
+    if b.get("online_cpus") != cell.vcpus:
+        return f"guest has {b.get('online_cpus')} CPUs online, expected {cell.vcpus}"
+    return ""
+
+
+def preflight(db: Path) -> None:
+    """Clear errors before any work: writable results and runs dirs, free space."""
+    for d in (db.parent, RUNS):
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"cannot create {d}: {e.strerror}") from None
+        if not os.access(d, os.W_OK):
+            raise InputError(f"{d} is not writable")
+        free = shutil.disk_usage(d).free
+        if free < 200 << 20:
+            raise InputError(f"only {free >> 20} MiB free under {d}: need at least 200 MiB")
+
+
+def take_lock():
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    f = open(LOCK, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        other = f.read().strip() or "?"
+        raise InputError(f"another 'make bench' (pid {other}) is running in {TOP}: wait for it to finish") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"{os.getpid()}\n")
+    f.flush()
+    return f
+
+
+def _on_signal(signum, frame):
+    qemu.kill_all()
+    print(f"\nbench: interrupted by {signal.Signals(signum).name}: QEMU killed; "
+          "completed runs are stored, re-run to resume", file=sys.stderr)
+    sys.exit(128 + signum)
+
+
+def kvm_verdict(m: matrix.Matrix) -> dict:
+    """Probe KVM once if the matrix has a KVM target (by booting a guest)."""
+    if not any(t["accel"] == "kvm" for t in m.targets):
+        return {"usable": False, "reason": "not asked for", "booted": False}
+
+    def probe_boot():
+        cell = matrix.Cell("x86_64", "kvm", "host", "acqrel", "atomics", 1,
+                           (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
+        d = TOP / "build" / "kvm-probe-run"
+        st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
+        return st["status"] == "ok", st.get("reason", "")
+
+    try:
+        image, _, _ = kernel_paths("x86_64", "acqrel")
+    except InputError as e:
+        return {"usable": False, "reason": str(e), "booted": False}
+    return kvm.probe("x86_64", boot=probe_boot, kernel=image)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qrwbench.bench", description="run the benchmark matrix")
+    ap.add_argument("--matrix", default=None, help="matrix TOML (default bench/matrix/default.toml)")
+    ap.add_argument("--quick", action="store_true", help="bench/matrix/quick.toml")
+    ap.add_argument("--db", default=os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite")))
+    ap.add_argument("--fresh", action="store_true", help="measure again cells that already have runs")
+    ap.add_argument("--no-summary", action="store_true")
+    args = ap.parse_args(argv)
+    path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
+    try:
+        m = matrix.load(path)
+        db = Path(args.db)
+        preflight(db)
+        lock = take_lock()  # noqa: F841  (held until exit)
+        return run_matrix(m, db, args.fresh, summary=not args.no_summary)
+    except InputError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+
+
+def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True) -> int:
+    from . import store
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    verdict = kvm_verdict(m)
+    skipped_targets = []
+
+    def target_ok(t):
+        if t["accel"] != "kvm":
+            return True
+        if verdict["usable"]:
+            return True
+        if not t["optional"]:
+            raise InputError(f"KVM asked for ({t['arch']}) but unusable: {verdict['reason']}")
+        skipped_targets.append(t)
+        return False
+
+    cells = matrix.cells(m, target_ok)
+    for t in skipped_targets:
+        print(f"bench: skipping {t['arch']}/kvm: KVM unusable on this host: {verdict['reason']}; using TCG only")
+    for c in {(c.arch, c.variant) for c in cells}:
+        kernel_paths(*c)
+    for c in cells:
+        nr = targets.nr_cpus(c.arch, c.variant)
+        if nr is not None and c.vcpus > nr:
+            raise InputError(f"{c.label()}: {c.vcpus} vCPUs exceed the kernel's NR_CPUS={nr}")
+    boots = matrix.boots(m, cells)
+    rig = provenance.rig_state()
+    nonce = hashlib.sha256(str(time.time()).encode()).hexdigest()[:8] if fresh else ""
+    conn = store.connect(db)
+    failures, done, skipped = [], 0, 0
+    t0 = time.monotonic()
+    print(f"bench: {len(boots)} boots of {len(cells)} cells from {m.path} "
+          f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {RUNS}")
+    for i, b in enumerate(boots, 1):
+        rid = run_id(b, rig, nonce)
+        rdir = RUNS / rid
+        if not fresh and store.has_run(conn, rid):
+            skipped += 1
+            continue
+        measured = done + len(failures)
+        eta = ""
+        if measured:
+            per = (time.monotonic() - t0) / measured
+            eta = f" ETA {int(per * (len(boots) - i + 1)) // 60}:{int(per * (len(boots) - i + 1)) % 60:02d}"
+        print(f"[{i}/{len(boots)}]{eta} {b.cell.label()} boot {b.index + 1}/{m.boots} "
+              f"(console: {rdir / 'console.log'})", flush=True)
+        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb, verdict)
+        store.import_run(conn, rdir)
+        if st["status"] == "ok":
+            done += 1
+        else:
+            failures.append((rid, st["reason"]))
+            print(f"  FAILED: {st['reason']}", flush=True)
+    print(f"bench: {done} runs ok, {len(failures)} failed, {skipped} already done "
+          f"in {time.monotonic() - t0:.0f} s; results in {db}")
+    for rid, why in failures:
+        print(f"  failed: {rid}: {why}")
+    if summary:
+        from . import report
+        try:
+            print(report.comparison_text(conn, rig_commit=rig["rig_commit"]))
+        except InputError as e:
+            print(f"bench: no comparison: {e}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

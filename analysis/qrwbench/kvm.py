@@ -1,0 +1,79 @@
+"""Is KVM usable on this host? A cheap static check, then one real boot.
+
+/dev/kvm existing is not enough: on hosts whose KVM module is kvm_pvm (a
+page-table based hypervisor without VT-x/AMD-V), KVM_CREATE_VM works but stock
+guest kernels die with "KVM internal error. Suberror: 1" at their first xrstor.
+So the probe boots the rig's own x86_64 guest under KVM once and believes only
+a complete record stream. The verdict is cached in build/kvm-probe.json, keyed
+by host kernel, QEMU binary and guest kernel, so it is probed once per change.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from pathlib import Path
+
+from .targets import ARCHES, TOP
+
+CACHE = TOP / "build" / "kvm-probe.json"
+
+
+def static_check(arch: str = "x86_64") -> tuple[bool, str]:
+    """Reasons KVM cannot work that need no boot to see."""
+    a = ARCHES[arch]
+    if platform.machine() not in a.host_machine:
+        return False, f"host is {platform.machine()}: KVM runs {arch} guests only on a {a.host_machine[0]} host"
+    if not os.path.exists("/dev/kvm"):
+        return False, "/dev/kvm does not exist (no KVM module loaded, or no hardware virtualization)"
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm is not readable and writable by this user (add it to group kvm)"
+    if os.path.isdir("/sys/module/kvm_pvm"):
+        return False, ("host KVM is kvm_pvm (no VT-x/AMD-V): stock guest kernels stop with "
+                       "'KVM internal error. Suberror: 1' (emulation failure)")
+    return True, "/dev/kvm usable"
+
+
+def _key(arch: str, kernel: Path) -> str:
+    h = hashlib.sha256()
+    h.update(platform.release().encode())
+    h.update(str(os.path.isdir("/sys/module/kvm_pvm")).encode())
+    try:
+        st = kernel.stat()
+        h.update(f"{kernel}:{st.st_size}:{st.st_mtime_ns}".encode())
+    except OSError:
+        h.update(b"no-kernel")
+    return h.hexdigest()[:16]
+
+
+def probe(arch: str = "x86_64", boot=None, kernel: Path | None = None, cache: Path = CACHE) -> dict:
+    """Return {"usable": bool, "reason": str}.
+
+    `boot` is a callable() -> (ok: bool, reason: str) that boots a short guest
+    under KVM; without it only the static check runs (and the verdict is not
+    cached as a boot result).
+    """
+    ok, reason = static_check(arch)
+    result = {"usable": ok, "reason": reason, "booted": False}
+    if boot is None or kernel is None:
+        return result
+    key = _key(arch, kernel)
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("key") == key:
+            return cached["result"]
+    except (OSError, ValueError, KeyError):
+        pass
+    if ok or os.path.exists("/dev/kvm"):
+        # Believe only a real boot: also confirms what the static check says.
+        booted, boot_reason = boot()
+        result = {"usable": booted and ok, "booted": booted,
+                  "reason": (reason if not ok else ("guest booted under KVM" if booted else boot_reason))}
+        if not ok and not booted:
+            result["reason"] = f"{reason}; probe boot: {boot_reason}"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "result": result}, indent=1))
+    tmp.replace(cache)
+    return result

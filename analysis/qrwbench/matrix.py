@@ -1,0 +1,185 @@
+"""The run matrix: a TOML file (bench/matrix/*.toml) expanded into boots.
+
+Validation is strict: an unknown key, a wrong type or an unknown arch,
+accelerator, CPU model, variant or workload is an InputError naming the value,
+where it is, and what is valid. A TOML syntax error keeps tomllib's line and
+column.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import targets
+from .targets import InputError
+
+RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int}
+TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
+WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "params": dict}
+# Module parameters the matrix may set, with their valid range (the module
+# checks them again and refuses to load on bad values).
+PARAMS = {
+    "reps": (1, 1000), "duration_ms": (1, 60000), "warmup_ms": (0, 60000),
+    "write_pct": (0, 100), "nlocks": (1, 64), "cs_work": (0, 100000),
+    "think_work": (0, 100000), "cs_lines": (1, 64), "nreaders": (0, 64),
+    "nwriters": (0, 64), "check_exclusion": (0, 1), "threads": (1, 64),
+    "batch": (1, 1 << 24), "aa_inject_mb": (0, 1),
+}
+STR_PARAMS = {"ops", "impls", "placements"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    arch: str
+    accel: str
+    cpu: str
+    variant: str
+    workload: str
+    vcpus: int
+    params: tuple          # sorted (name, value) pairs
+
+    def params_dict(self) -> dict:
+        return dict(self.params)
+
+    def key(self) -> str:
+        return json.dumps({"arch": self.arch, "accel": self.accel, "cpu": self.cpu,
+                           "variant": self.variant, "workload": self.workload,
+                           "vcpus": self.vcpus, "params": self.params_dict()}, sort_keys=True)
+
+    def label(self) -> str:
+        p = " ".join(f"{k}={v}" for k, v in self.params if k in ("write_pct", "nlocks", "ops"))
+        return f"{self.arch}/{self.accel}/{self.cpu} {self.variant} {self.workload}{' ' + p if p else ''} {self.vcpus}v"
+
+
+@dataclass(frozen=True)
+class Boot:
+    cell: Cell
+    index: int             # 0 .. boots-1
+    seed: int              # the module's seed for this boot
+
+
+@dataclass
+class Matrix:
+    path: Path
+    boots: int
+    timeout_s: int
+    mem_mb: int
+    seed: int
+    targets: list = field(default_factory=list)     # dicts
+    workloads: list = field(default_factory=list)   # dicts
+
+
+def _where(path: Path, what: str) -> str:
+    return f"{path.name}: {what}"
+
+
+def _check_keys(path: Path, where: str, table: dict, spec: dict, required: set) -> None:
+    for k, v in table.items():
+        if k not in spec:
+            raise InputError(_where(path, f"unknown key '{k}' in {where}: valid are {', '.join(spec)}"))
+        if not isinstance(v, spec[k]) or (spec[k] is int and isinstance(v, bool)):
+            raise InputError(_where(path, f"{where}.{k} = {v!r}: must be {spec[k].__name__}"))
+    for k in required:
+        if k not in table:
+            raise InputError(_where(path, f"{where} lacks '{k}'"))
+
+
+def _check_param(path: Path, where: str, name: str, value) -> None:
+    if name in STR_PARAMS:
+        if not isinstance(value, str) or not value.replace(",", "").replace("_", "").isalnum():
+            raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be a comma-separated list of names"))
+        return
+    if name not in PARAMS:
+        raise InputError(_where(path, f"unknown parameter '{name}' in {where}.params: valid are "
+                                       f"{', '.join(sorted(set(PARAMS) | STR_PARAMS))}"))
+    lo, hi = PARAMS[name]
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be an integer in {lo}..{hi}"))
+
+
+def load(path: str | Path) -> Matrix:
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"cannot read matrix {path}: {e.strerror}") from None
+    try:
+        doc = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: malformed TOML: {e}") from None
+    top = {"run": dict, "target": list, "workload": list}
+    for k in doc:
+        if k not in top:
+            raise InputError(_where(path, f"unknown table '{k}': valid are run, target, workload"))
+    run = doc.get("run", {})
+    _check_keys(path, "[run]", run, RUN_KEYS, set())
+    m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
+               mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1))
+    if m.boots < 1 or m.timeout_s < 1 or m.mem_mb < 64:
+        raise InputError(_where(path, "[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64"))
+    if not doc.get("target") or not doc.get("workload"):
+        raise InputError(_where(path, "needs at least one [[target]] and one [[workload]]"))
+    for i, t in enumerate(doc["target"]):
+        where = f"[[target]] #{i + 1}"
+        _check_keys(path, where, t, TARGET_KEYS, {"arch", "accel"})
+        try:
+            arch = targets.check_arch(t["arch"])
+            targets.check_accel(t["accel"])
+            targets.check_cpu_model(arch, t["accel"], t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]))
+        except InputError as e:
+            raise InputError(_where(path, f"{where}: {e}")) from None
+        m.targets.append({"arch": t["arch"], "accel": t["accel"],
+                          "cpu": t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]),
+                          "optional": t.get("optional", False)})
+    for i, w in enumerate(doc["workload"]):
+        where = f"[[workload]] #{i + 1}"
+        _check_keys(path, where, w, WORKLOAD_KEYS, {"name", "variants", "vcpus"})
+        try:
+            targets.check_workload(w["name"])
+            for v in w["variants"]:
+                targets.check_variant(v)
+        except InputError as e:
+            raise InputError(_where(path, f"{where}: {e}")) from None
+        for n in w["vcpus"]:
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+                raise InputError(_where(path, f"{where}.vcpus: {n!r} is not a vCPU count in 1..64 (NR_CPUS)"))
+        params = w.get("params", {})
+        for k, v in params.items():
+            for x in (v if isinstance(v, list) else [v]):
+                _check_param(path, where, k, x)
+        m.workloads.append({"name": w["name"], "variants": list(w["variants"]),
+                            "vcpus": list(w["vcpus"]), "params": params})
+    return m
+
+
+def cells(m: Matrix, accels_ok=lambda t: True) -> list[Cell]:
+    """Every cell of the matrix, for the targets `accels_ok` accepts."""
+    out = []
+    for t in m.targets:
+        if not accels_ok(t):
+            continue
+        for w in m.workloads:
+            names = sorted(w["params"])
+            values = [w["params"][k] if isinstance(w["params"][k], list) else [w["params"][k]] for k in names]
+            for v in w["variants"]:
+                for n in w["vcpus"]:
+                    for combo in itertools.product(*values):
+                        out.append(Cell(t["arch"], t["accel"], t["cpu"], v, w["name"], n,
+                                        tuple(zip(names, combo))))
+    return out
+
+
+def boots(m: Matrix, cell_list: list[Cell]) -> list[Boot]:
+    """All boots in one seeded random order (interleaves variants and cells)."""
+    out = []
+    for c in cell_list:
+        for b in range(m.boots):
+            h = hashlib.sha256(f"{m.seed}:{c.key()}:{b}".encode()).digest()
+            out.append(Boot(c, b, int.from_bytes(h[:4], "little")))
+    random.Random(m.seed).shuffle(out)
+    return out

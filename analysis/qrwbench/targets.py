@@ -1,0 +1,121 @@
+"""What can be run: arches, accelerators, CPU models, kernel variants, workloads.
+
+The kernel arches and variants are read from kernel/configs/ (one fragment per
+arch, one `variant-<name>.config` per variant) so that the Makefile, the build
+scripts and this module share one list. Per-arch QEMU facts live in ARCHES.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import QrwbenchError
+
+TOP = Path(__file__).resolve().parents[2]
+CONFIGS = TOP / "kernel" / "configs"
+
+
+# Bad user input: one type for the whole package (see errors.py).
+InputError = QrwbenchError
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str               # kernel ARCH and build directory prefix
+    qemu: str               # QEMU system binary
+    qemu_package: str       # Debian package that provides it
+    machine: str            # -M value
+    console: str            # guest console device
+    image: str              # kernel image, relative to the kernel build directory
+    cpu_models: tuple       # CPU models for TCG; the first is the default
+    kvm_cpu: str            # -cpu under KVM
+    host_machine: tuple     # platform.machine() values that can run it under KVM
+    extra_append: str       # arch-specific kernel command line
+
+
+ARCHES = {
+    "x86_64": Arch(
+        name="x86_64", qemu="qemu-system-x86_64", qemu_package="qemu-system-x86",
+        machine="microvm", console="ttyS0", image="vmlinux",
+        cpu_models=("max",), kvm_cpu="host", host_machine=("x86_64", "amd64"),
+        extra_append="reboot=t"),
+    "arm64": Arch(
+        name="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
+        machine="virt", console="ttyAMA0", image="arch/arm64/boot/Image",
+        cpu_models=("max", "cortex-a57"), kvm_cpu="host", host_machine=("aarch64", "arm64"),
+        extra_append=""),
+}
+
+ACCELS = ("tcg", "kvm")
+WORKLOADS = ("atomics", "rwlock")
+
+
+def kernel_variants() -> list[str]:
+    """Kernel variants, from kernel/configs/variant-*.config."""
+    return sorted(p.name[len("variant-"):-len(".config")] for p in CONFIGS.glob("variant-*.config"))
+
+
+def kernel_arches() -> list[str]:
+    names = [p.stem for p in CONFIGS.glob("*.config")
+             if p.stem != "base" and not p.stem.startswith("variant-")]
+    return sorted(n for n in names if n in ARCHES)
+
+
+def check_arch(name: str) -> Arch:
+    if name not in kernel_arches():
+        raise InputError(f"unknown arch '{name}': valid are {', '.join(kernel_arches())}")
+    return ARCHES[name]
+
+
+def check_variant(name: str) -> str:
+    if name not in kernel_variants():
+        raise InputError(f"unknown variant '{name}': valid are {', '.join(kernel_variants())}")
+    return name
+
+
+def check_accel(name: str) -> str:
+    if name not in ACCELS:
+        raise InputError(f"unknown accel '{name}': valid are {', '.join(ACCELS)}")
+    return name
+
+
+def check_cpu_model(arch: Arch, accel: str, model: str) -> str:
+    valid = (arch.kvm_cpu,) if accel == "kvm" else arch.cpu_models
+    if model not in valid:
+        raise InputError(f"unknown CPU model '{model}' for {arch.name} under {accel}: valid are {', '.join(valid)}")
+    return model
+
+
+def check_workload(name: str) -> str:
+    if name not in WORKLOADS:
+        raise InputError(f"unknown workload '{name}': valid are {', '.join(WORKLOADS)}")
+    return name
+
+
+def host_cpus() -> int:
+    """CPUs this process may run on (what QEMU's vCPU threads can use)."""
+    return len(os.sched_getaffinity(0))
+
+
+def host_cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "CPU part")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def nr_cpus(arch: str, variant: str) -> int | None:
+    """CONFIG_NR_CPUS of a built kernel, or None when it is not configured."""
+    cfg = TOP / "build" / "kernels" / f"{arch}-{variant}" / ".config"
+    try:
+        for line in cfg.read_text().splitlines():
+            if line.startswith("CONFIG_NR_CPUS="):
+                return int(line.split("=", 1)[1])
+    except OSError:
+        return None
+    return None

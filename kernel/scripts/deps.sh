@@ -1,0 +1,25 @@
+#!/bin/bash
+# Install the Debian packages qrwbench needs; does nothing when all are there.
+set -euo pipefail
+pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
+      cpio xz-utils kmod rsync git ccache gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
+      qemu-system-x86 qemu-system-arm linux-perf
+      python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all ${#pkgs[@]} Debian packages installed"
+	exit 0
+fi
+echo "deps: installing ${#missing[@]} Debian packages: ${missing[*]}"
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: must run as root to install them (try: sudo make deps)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q > /tmp/qrwbench-apt-update.log 2>&1 || { tail -5 /tmp/qrwbench-apt-update.log >&2; exit 1; }
+apt-get install -y -q --no-install-recommends "${missing[@]}" > /tmp/qrwbench-apt-install.log 2>&1 ||
+	{ echo "deps: apt-get install failed; last lines of /tmp/qrwbench-apt-install.log:" >&2; tail -15 /tmp/qrwbench-apt-install.log >&2; exit 1; }
+echo "deps: installed ${missing[*]}"

@@ -1,0 +1,60 @@
+"""Kernel configs: each build has exactly the requested qrwlock ordering, and
+a requested option that Kconfig drops is an error naming it."""
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import TOP, kernel_dir
+
+ORDERINGS = {"acqrel": "ACQREL", "full": "FULL", "relaxed": "RELAXED"}
+SCRIPT = TOP / "kernel" / "scripts" / "build-kernel.sh"
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+@pytest.mark.parametrize("variant", sorted(ORDERINGS))
+def test_config_has_exactly_the_requested_ordering(arch, variant):
+    cfg = (kernel_dir(arch, variant, built=False) / ".config").read_text().splitlines()
+    chosen = [l for l in cfg if l.startswith("CONFIG_QRWLOCK_ORDERING_") and l.endswith("=y")
+              and not l.startswith("CONFIG_QRWLOCK_ORDERING_ALLOW")]
+    assert chosen == [f"CONFIG_QRWLOCK_ORDERING_{ORDERINGS[variant]}=y"]
+    allow = "CONFIG_QRWLOCK_ORDERING_ALLOW_RELAXED=y" in cfg
+    assert allow == (variant == "relaxed"), "the relaxed guard must be set only for relaxed"
+    assert f"CONFIG_NR_CPUS=64" in cfg and "CONFIG_ATOMIC64_SELFTEST=y" in cfg
+
+
+def run_script(*args, env=None):
+    return subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, env=env)
+
+
+def test_unknown_arch_lists_valid_ones():
+    r = run_script("sparc", "acqrel")
+    assert r.returncode != 0
+    assert "unknown ARCH 'sparc': valid are arm64 x86_64" in r.stderr
+
+
+def test_unknown_variant_lists_valid_ones():
+    r = run_script("x86_64", "sloppy")
+    assert r.returncode != 0
+    assert "unknown VARIANT 'sloppy': valid are acqrel full relaxed unpatched" in r.stderr
+
+
+def test_make_kernel_rejects_unknown_variant():
+    r = subprocess.run(["make", "-s", "-C", str(TOP), "kernel", "ARCH=x86_64", "VARIANT=sloppy"],
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "unknown VARIANT 'sloppy': valid are" in r.stderr
+
+
+def test_dropped_option_is_named(tmp_path):
+    """RELAXED without its guard is dropped by Kconfig: the build must say so."""
+    cfgs = tmp_path / "configs"
+    shutil.copytree(TOP / "kernel" / "configs", cfgs)
+    (cfgs / "variant-relaxed.config").write_text("CONFIG_QRWLOCK_ORDERING_RELAXED=y\n")
+    import os
+    env = dict(os.environ, QRWB_CONFIGS=str(cfgs), QRWB_OUT=str(tmp_path / "out"))
+    r = run_script("x86_64", "relaxed", "--config-only", env=env)
+    assert r.returncode != 0
+    assert "requested 'CONFIG_QRWLOCK_ORDERING_RELAXED=y'" in r.stderr
+    assert not (tmp_path / "out" / ".qrwbench-configured").exists()
+    assert not (tmp_path / "out" / ".qrwbench-built").exists()
