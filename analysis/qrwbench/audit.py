@@ -44,7 +44,7 @@ QRWLOCK_FUNCS = (
 
 _X86_FENCE = re.compile(r"^(mfence|lfence|sfence)\b")
 _ARM_ORDER = re.compile(
-    r"^(ldar|ldapr|stlr|ldaxr|ldxr|stxr|stlxr|ldaxp|ldxp|stxp|stlxp"
+    r"^((ldar|ldapr|stlr|ldaxr|ldxr|stxr|stlxr)[bh]?|ldaxp|ldxp|stxp|stlxp"
     r"|ld(add|clr|eor|set|smax|smin|umax|umin)(a|l|al)?[bh]?"
     r"|st(add|clr|eor|set)(l)?[bh]?"
     r"|swp(a|l|al)?[bh]?|cas(a|l|al)?[bh]?|casp(a|l|al)?"

@@ -11,26 +11,37 @@ import hashlib
 import itertools
 import json
 import random
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import targets
-from .targets import InputError
+from .targets import TOP, InputError
 
 RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int}
 TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
 WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "params": dict}
-# Module parameters the matrix may set, with their valid range (the module
-# checks them again and refuses to load on bad values).
-PARAMS = {
-    "reps": (1, 1000), "duration_ms": (1, 60000), "warmup_ms": (0, 60000),
-    "write_pct": (0, 100), "nlocks": (1, 64), "cs_work": (0, 100000),
-    "think_work": (0, 100000), "cs_lines": (1, 64), "nreaders": (0, 64),
-    "nwriters": (0, 64), "check_exclusion": (0, 1), "threads": (1, 64),
-    "batch": (1, 1 << 24), "aa_inject_mb": (0, 1),
-}
-STR_PARAMS = {"ops", "impls", "placements"}
+PARAMS_DEF = TOP / "bench" / "module" / "qrwb_params.def"
+_UPARAM = re.compile(r'^QRWB_UPARAM\((\w+), (\w+), (\w+), (\w+), "(.*)"\)$')
+_SPARAM = re.compile(r'^QRWB_SPARAM\((\w+), "(.*)", "(.*)"\)$')
+
+
+def module_params() -> tuple[dict, set]:
+    """({integer param: (min, max)}, {string params}) from the module's
+    parameter table bench/module/qrwb_params.def (the one list)."""
+    ints, strs = {}, set()
+    for line in PARAMS_DEF.read_text().splitlines():
+        if m := _UPARAM.match(line):
+            hi = (1 << 64) - 1 if m.group(4) == "U64_MAX" else int(m.group(4))
+            ints[m.group(1)] = (int(m.group(3)), hi)
+        elif m := _SPARAM.match(line):
+            strs.add(m.group(1))
+    return ints, strs
+
+
+# Parameters the host sets itself, never the matrix.
+HOST_PARAMS = {"workload", "seed"}
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,9 @@ def _check_keys(path: Path, where: str, table: dict, spec: dict, required: set) 
 
 
 def _check_param(path: Path, where: str, name: str, value) -> None:
+    PARAMS, STR_PARAMS = module_params()
+    if name in HOST_PARAMS:
+        raise InputError(_where(path, f"{where}.params.{name}: set by the rig, not the matrix"))
     if name in STR_PARAMS:
         if not isinstance(value, str) or not value.replace(",", "").replace("_", "").isalnum():
             raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be a comma-separated list of names"))

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .targets import ARCHES, InputError
+from .targets import ARCHES, TOP, InputError
 
 CONSOLE_LIMIT = 16 << 20        # bytes; a guest printing more is broken
 _children: set[subprocess.Popen] = set()
@@ -36,6 +36,17 @@ def qemu_version(binary: str) -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
+def host_tsc_khz() -> int:
+    """The host TSC frequency, measured by guest/host/tsc_khz.c (built on demand)."""
+    src = TOP / "guest" / "host" / "tsc_khz.c"
+    exe = TOP / "build" / "tools" / "tsc_khz"
+    if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["gcc", "-O2", "-o", str(exe) + ".tmp", str(src)], check=True)
+        os.replace(str(exe) + ".tmp", exe)
+    return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+
+
 def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
             kernel: Path, initrd: Path, append: str) -> list[str]:
     """The QEMU command line for one boot (the console goes to stdout)."""
@@ -47,8 +58,13 @@ def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
     machine = a.machine
     if arch == "x86_64":
         # microvm boots vmlinux through PVH; no PCI, no firmware ROMs.
-        machine += ",x-option-roms=off,pit=off,pic=off,rtc=off"
-    cmdline = f"console={a.console} panic=-1 {a.extra_append} {append}".split()
+        machine += ",x-option-roms=off"
+    extra = a.extra_append
+    if arch == "x86_64" and accel == "tcg":
+        # microvm has no timer to calibrate TCG's TSC (the host's) against:
+        # without this the guest clock is jiffies (4 ms steps).
+        extra += f" tsc_early_khz={host_tsc_khz()} tsc=reliable"
+    cmdline = f"console={a.console} panic=-1 {extra} {append}".split()
     return [qemu_binary(arch), "-M", machine, *accel_args, "-cpu", cpu_model,
             "-smp", str(vcpus), "-m", f"{mem_mb}M",
             "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
