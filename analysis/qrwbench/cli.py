@@ -1,0 +1,154 @@
+"""Command line: ``python3 -m qrwbench <import|report|compare|regress> ...``.
+
+All argument parsing lives here; ``python3 -m qrwbench.report`` and
+``python3 -m qrwbench.regress`` call :func:`main` with their subcommand.
+Exit status: 0 ok, 1 a regression was found (regress), 2 bad input (one-line
+``qrwbench: error: ...`` on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import stats
+from .errors import QrwbenchError
+
+
+def _fraction_pct(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v < 100:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage in (0, 100)")
+    return v / 100.0
+
+
+def _alpha(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"alpha {text!r} must be in (0, 1)")
+    return v
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):           # one line, status 2, like QrwbenchError
+        self.exit(2, f"qrwbench: error: {message}\n")
+
+
+def _stats_options(p):
+    p.add_argument("--commit", default="latest",
+                   help="rig commit to report: latest (default: the commit of the most "
+                        "recent run), all, HEAD, or a sha/prefix")
+    p.add_argument("--baseline", action="append", metavar="WORKLOAD=VARIANT",
+                   help="baseline variant per workload (default rwlock=acqrel, "
+                        "atomics=full); repeatable")
+    p.add_argument("--alpha", type=_alpha, default=stats.ALPHA)
+    p.add_argument("--correction", choices=sorted(stats.CORRECTIONS), default="holm",
+                   help="multiple-comparison control: holm (FWER, default) or bh (FDR)")
+    p.add_argument("--min-effect", type=float, default=0.0, metavar="PCT",
+                   help="smallest change (percent) called faster/slower (default 0)")
+    p.add_argument("--audit", metavar="PATH",
+                   help="ordering audit JSON (default build/audit/audit.json if present)")
+    p.add_argument("--repo", default=".", help="rig git repository (for commit order)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python3 -m qrwbench", description="qrwbench results analysis")
+    p.add_argument("--db", help="results DB (default $RESULTS_DB or results/qrwbench.sqlite)")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    imp = sub.add_parser("import", help="import run directories into the results DB")
+    imp.add_argument("paths", nargs="+", metavar="RUN_DIR",
+                     help="a run directory, or a directory of run directories")
+    imp.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
+
+    rep = sub.add_parser("report", help="write build/report/index.html and report.md")
+    rep.add_argument("--out", default="build/report")
+    rep.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
+    _stats_options(rep)
+
+    cmp_ = sub.add_parser("compare", help="print the comparison table (end of make bench)")
+    cmp_.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
+    for f in ("arch", "accel", "cpu_model", "workload", "impl", "op"):
+        cmp_.add_argument(f"--{f.replace('_', '-')}", dest=f)
+    _stats_options(cmp_)
+
+    reg = sub.add_parser("regress", help="compare a commit with its base; exit 1 on "
+                                         "a regression")
+    reg.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
+    reg.add_argument("--target", default="HEAD")
+    reg.add_argument("--base", default=None,
+                     help="base commit (default: nearest earlier commit with results "
+                          "for the same cells)")
+    reg.add_argument("--threshold", type=_fraction_pct, default=0.05, metavar="PCT",
+                     help="slowdown that counts as a regression, percent (default 5)")
+    reg.add_argument("--alpha", type=_alpha, default=stats.ALPHA)
+    reg.add_argument("--correction", choices=sorted(stats.CORRECTIONS), default="holm")
+    reg.add_argument("--key", choices=("rig", "kernel"), default="rig",
+                     help="compare rig commits (default) or kernel tree commits")
+    reg.add_argument("--repo", default=None,
+                     help="git repository of the commits (default: . for rig, the "
+                          "runs' kernel_src for kernel)")
+    reg.add_argument("--history", action="store_true",
+                     help="instead: list change points in every metric's history")
+    return p
+
+
+def _run(args) -> int:
+    db = getattr(args, "db_sub", None) or args.db
+    if args.cmd == "import":
+        from . import store
+        plan, notes = store.plan_imports(args.paths)   # validates before opening the DB
+        conn = store.connect(db)
+        try:
+            for run_dir in plan:
+                print(store.import_run(conn, run_dir).line())
+        finally:
+            conn.close()
+        for n in notes:
+            print(n)
+        return 0
+    if args.cmd in ("report", "compare"):
+        from . import report
+        common = dict(commit=args.commit, baselines=stats.parse_baselines(args.baseline),
+                      alpha=args.alpha, correction=args.correction,
+                      min_effect=args.min_effect / 100.0, repo=args.repo,
+                      audit_path=args.audit)
+        if args.cmd == "report":
+            paths = report.build(db, args.out, **common)
+            print(f"report: {paths['html']}")
+            print(f"summary: {paths['markdown']}")
+            return 0
+        filters = {f: getattr(args, f) for f in ("arch", "accel", "cpu_model",
+                                                   "workload", "impl", "op")}
+        print(report.compare_text(db, **common, **filters))
+        return 0
+    if args.cmd == "regress":
+        from . import regress
+        if args.history:
+            lines = regress.steps(db, key=args.key, repo=args.repo)
+            print("\n".join(lines) if lines else "no change points in any history")
+            return 0
+        res = regress.regress(db, target=args.target, base=args.base,
+                              threshold=args.threshold, alpha=args.alpha,
+                              correction=args.correction, key=args.key, repo=args.repo)
+        print(res.text())
+        return res.exit_code
+    raise AssertionError(args.cmd)
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except QrwbenchError as exc:
+        print(f"qrwbench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("qrwbench: interrupted", file=sys.stderr)
+        return 130

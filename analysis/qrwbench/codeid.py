@@ -1,0 +1,127 @@
+"""Which variant pairs compile to identical code: read from the ordering audit.
+
+The audit (`make audit`) writes a JSON file; this module only reads it, so the
+report can label comparisons "identical code: any difference is noise". The
+file is optional: without it no comparison is labeled.
+
+Format (schema 1)::
+
+    {"schema": 1,
+     "identical": [{"arch": "x86_64", "impl": "inline", "op": "atomic_add_return",
+                    "variants": ["full", "acquire", "release", "relaxed"]}, ...],
+     "notes": [{"arch": "arm64", "impl": "module", "op": "rwlock",
+                "variant": "relaxed", "text": "..."}]}
+
+An ``identical`` entry says all its ``variants`` compile to the same code for
+that arch; ``impl``, ``op`` and ``workload`` narrow it when present. ``notes``
+are findings the report shows as they are (for example a variant that does not
+compile to what its name promises).
+
+The file ``python3 -m qrwbench.audit`` writes today (no ``schema`` key) is read
+too: ``{"kernels": [...], "identical": [{"arch", "a", "b", "functions"}]}``
+lists pairs of kernel builds whose qrwlock functions hash the same; each pair
+becomes ``{"arch", "impl": "kernel", "workload": "rwlock", "variants": [a, b]}``
+(the comparisons of kernel builds).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import QrwbenchError
+
+DEFAULT_AUDIT = "build/audit/audit.json"
+_SCOPE = ("arch", "impl", "op", "workload")
+
+
+@dataclass
+class Audit:
+    identical: list[dict] = field(default_factory=list)
+    notes: list[dict] = field(default_factory=list)
+    path: str = ""
+
+    def is_identical(self, cell, a: str, b: str) -> bool:
+        for e in self.identical:
+            if all(e.get(k) in (None, getattr(cell, k)) for k in _SCOPE) \
+                    and a in e["variants"] and b in e["variants"]:
+                return True
+        return False
+
+    def notes_for(self, cells) -> list[str]:
+        cells = list(cells)
+        out = []
+        for n in self.notes:
+            if any(all(n.get(k) in (None, getattr(c, k)) for k in _SCOPE) for c in cells):
+                scope = " ".join(str(n[k]) for k in ("arch", "impl", "op", "variant")
+                                 if n.get(k))
+                out.append(f"audit ({scope}): {n['text']}")
+        return out
+
+
+def _strs(obj, key, where, required=False):
+    v = obj.get(key)
+    if v is None and not required:
+        return
+    if type(v) is not str or not v:
+        raise QrwbenchError(f"{where}: {key!r} must be a non-empty string")
+
+
+def _from_kernel_audit(obj: dict, path) -> dict:
+    pairs = obj.get("identical", [])
+    if not isinstance(pairs, list):
+        raise QrwbenchError(f"audit file {path}: 'identical' must be a list")
+    out = []
+    for i, p in enumerate(pairs):
+        if not isinstance(p, dict) or not all(type(p.get(k)) is str and p.get(k)
+                                              for k in ("arch", "a", "b")):
+            raise QrwbenchError(f"audit file {path}: identical[{i}] lacks arch/a/b")
+        out.append({"arch": p["arch"], "impl": "kernel", "workload": "rwlock",
+                    "variants": [p["a"], p["b"]]})
+    return {"schema": 1, "identical": out, "notes": []}
+
+
+def load_audit(path) -> Audit:
+    """Read and validate the audit JSON; QrwbenchError when it is malformed."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise QrwbenchError(f"audit file {path}: {exc}") from None
+    if isinstance(obj, dict) and "schema" not in obj and "kernels" in obj:
+        obj = _from_kernel_audit(obj, path)
+    if not isinstance(obj, dict) or obj.get("schema") != 1:
+        raise QrwbenchError(f"audit file {path}: not a schema 1 audit object")
+    ident = obj.get("identical", [])
+    notes = obj.get("notes", [])
+    if not isinstance(ident, list) or not isinstance(notes, list):
+        raise QrwbenchError(f"audit file {path}: 'identical' and 'notes' must be lists")
+    for i, e in enumerate(ident):
+        where = f"audit file {path}: identical[{i}]"
+        if not isinstance(e, dict):
+            raise QrwbenchError(f"{where} is not an object")
+        _strs(e, "arch", where, required=True)
+        for k in ("impl", "op", "workload"):
+            _strs(e, k, where)
+        v = e.get("variants")
+        if not isinstance(v, list) or len(v) < 2 or not all(type(x) is str for x in v):
+            raise QrwbenchError(f"{where}: 'variants' must list at least two names")
+    for i, n in enumerate(notes):
+        where = f"audit file {path}: notes[{i}]"
+        if not isinstance(n, dict):
+            raise QrwbenchError(f"{where} is not an object")
+        _strs(n, "arch", where, required=True)
+        _strs(n, "text", where, required=True)
+        for k in ("impl", "op", "workload", "variant"):
+            _strs(n, k, where)
+    return Audit(ident, notes, str(path))
+
+
+def find_audit(path=None) -> Audit | None:
+    """The audit at ``path`` (must exist), else the default one if present, else None."""
+    if path:
+        return load_audit(path)
+    if Path(DEFAULT_AUDIT).is_file():
+        return load_audit(DEFAULT_AUDIT)
+    return None

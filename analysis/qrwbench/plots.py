@@ -1,0 +1,288 @@
+"""Plots (matplotlib, Agg backend), each written as PNG and SVG.
+
+Every function takes already-computed data (samples, comparisons, history) and
+an output directory, and returns the stems of the files it wrote (``name`` for
+``name.png`` + ``name.svg``). Overcommitted points (provenance
+``overcommitted``: more vCPUs than host CPUs) are drawn with hollow ``X``
+markers and named in the legend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+import numpy as np  # noqa: E402
+
+from . import stats  # noqa: E402
+
+PER_FIGURE = 12          # panels per figure
+MAX_FIGURES = 40         # per plot kind; the report says when more were left out
+_VARIANT_ORDER = ("full", "acqrel", "acquire", "release", "relaxed", "unpatched")
+
+
+def _slug(text: str) -> str:
+    """A file-name-safe stem; long names are cut and get a hash, so they stay unique."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
+    if len(slug) > 100:
+        slug = slug[:90] + "-" + hashlib.sha1(text.encode()).hexdigest()[:10]
+    return slug
+
+
+def _variant_key(v: str):
+    return (_VARIANT_ORDER.index(v) if v in _VARIANT_ORDER else len(_VARIANT_ORDER), v)
+
+
+def _colors(variants):
+    cmap = plt.get_cmap("tab10")
+    return {v: cmap(i % 10) for i, v in enumerate(sorted(set(variants), key=_variant_key))}
+
+
+def _save(fig, out_dir: Path, name: str) -> str:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_dir / f"{name}.png", dpi=100)
+    fig.savefig(out_dir / f"{name}.svg")
+    plt.close(fig)
+    return name
+
+
+def _panels(n: int):
+    cols = min(3, n)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _without(params: str, *keys) -> str:
+    p = json.loads(params)
+    for k in keys:
+        p.pop(k, None)
+    return json.dumps(p, sort_keys=True, separators=(",", ":"))
+
+
+def _sweep(samples, x_field: str, drop_params: tuple, n_resamples: int):
+    """{group cell: {variant: {x: (Summary, overcommitted)}}} for a sweep over x_field."""
+    acc = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    oc = defaultdict(bool)
+    for s in samples:
+        if s["copy"] != 0 or s.get(x_field) is None:
+            continue
+        cell = stats.Cell.of(s)
+        g = cell.replace(params=_without(cell.params, *drop_params),
+                         **({"vcpus": 0} if x_field == "vcpus" else {}))
+        acc[g][s["variant"]][s[x_field]].append(float(s["throughput"]))
+        oc[(g, s["variant"], s[x_field])] |= bool(s.get("overcommitted"))
+    out = {}
+    for g, variants in acc.items():
+        xs = {x for d in variants.values() for x in d}
+        if len(xs) < 2:
+            continue
+        out[g] = {v: {x: (stats.summarize(vals, n_resamples=n_resamples),
+                          oc[(g, v, x)]) for x, vals in sorted(d.items())}
+                  for v, d in variants.items()}
+    return out
+
+
+def _draw_sweep(ax, series, colors, xlabel):
+    oc_drawn = False
+    for v in sorted(series, key=_variant_key):
+        pts = series[v]
+        xs = np.array(sorted(pts), dtype=float)
+        med = np.array([pts[x][0].median for x in sorted(pts)]) / 1e6
+        lo = np.array([pts[x][0].ci_low for x in sorted(pts)]) / 1e6
+        hi = np.array([pts[x][0].ci_high for x in sorted(pts)]) / 1e6
+        ax.plot(xs, med, "-o", color=colors[v], label=v, markersize=4)
+        ax.fill_between(xs, lo, hi, color=colors[v], alpha=0.2, linewidth=0)
+        for x in sorted(pts):
+            if pts[x][1]:
+                ax.plot([x], [pts[x][0].median / 1e6], "X", markersize=10,
+                        markerfacecolor="none", markeredgecolor="black",
+                        label=None if oc_drawn else "overcommitted")
+                oc_drawn = True
+    ax.set_xlabel(xlabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("Mops/s (median, 95% CI)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def _sweep_figures(data, out_dir, prefix, xlabel, title_of):
+    written = []
+    by_fig = defaultdict(list)
+    for g in sorted(data):
+        by_fig[(g.arch, g.accel, g.cpu_model, g.workload)].append(g)
+    for key, groups in sorted(by_fig.items()):
+        for start in range(0, len(groups), PER_FIGURE):
+            if len(written) >= MAX_FIGURES:
+                return written
+            chunk = groups[start:start + PER_FIGURE]
+            fig, axes = _panels(len(chunk))
+            for ax, g in zip(axes, chunk):
+                colors = _colors(data[g])
+                _draw_sweep(ax, data[g], colors, xlabel)
+                ax.set_title(title_of(g), fontsize=8)
+            fig.suptitle(" / ".join(key), fontsize=10)
+            fig.tight_layout()
+            name = _slug(f"{prefix}-{'-'.join(key)}-{start // PER_FIGURE}")
+            written.append(_save(fig, out_dir, name))
+    return written
+
+
+def throughput_vs_vcpus(samples, out_dir, *, n_resamples=1000) -> list[str]:
+    """Throughput against vCPUs, one line per variant with its CI band."""
+    data = _sweep(samples, "vcpus", ("threads",), n_resamples)
+    return _sweep_figures(data, Path(out_dir), "vcpus", "vCPUs",
+                          lambda g: f"{g.impl} {g.op} {g.placement} {_short(g.params)}")
+
+
+def write_fraction_sweep(samples, out_dir, *, n_resamples=1000) -> list[str]:
+    """rwlock throughput against write_pct, one line per variant with its CI band."""
+    rw = [s for s in samples if s["workload"] == "rwlock"]
+    data = _sweep(rw, "write_pct", ("write_pct",), n_resamples)
+    return _sweep_figures(data, Path(out_dir), "writepct", "write %",
+                          lambda g: f"{g.vcpus}v {g.impl} {_short(g.params)}")
+
+
+def _varying(params_list) -> tuple[list[str], str]:
+    """(parameter names whose values differ across ``params_list``, the fixed rest
+    as text); 'threads' counts as fixed because vCPUs are shown."""
+    dicts = [json.loads(p) for p in params_list]
+    keys = sorted({k for d in dicts for k in d})
+    vary = [k for k in keys if k != "threads" and len({json.dumps(d.get(k)) for d in dicts}) > 1]
+    fixed = ",".join(f"{k}={dicts[0].get(k)}" for k in keys
+                     if k not in vary and k != "threads")
+    return vary, fixed[:100]
+
+
+def _short(params: str) -> str:
+    p = json.loads(params)
+    return ",".join(f"{k}={v}" for k, v in sorted(p.items()))[:60]
+
+
+def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list[str]:
+    """Ratio to the baseline with 95% CI, one horizontal bar per comparison,
+    one figure per (arch, accel, cpu model, workload)."""
+    out_dir = Path(out_dir)
+    groups = defaultdict(list)
+    for c in comparisons:
+        if c.test.judged:
+            groups[(c.cell.arch, c.cell.accel, c.cell.cpu_model, c.cell.workload)].append(c)
+    written = []
+    colors = {stats.FASTER: "tab:green", stats.SLOWER: "tab:red"}
+    for key, comps in sorted(groups.items()):
+        comps.sort(key=lambda c: (c.cell, _variant_key(c.variant)))
+        for start in range(0, len(comps), 40):
+            if len(written) >= MAX_FIGURES:
+                return written
+            chunk = comps[start:start + 40]
+            fig, ax = plt.subplots(figsize=(8, 1.0 + 0.32 * len(chunk)))
+            y = np.arange(len(chunk))
+            r = np.array([c.test.ratio for c in chunk])
+            err = np.array([[c.test.ratio - c.test.ratio_low for c in chunk],
+                            [c.test.ratio_high - c.test.ratio for c in chunk]])
+            bars = ax.barh(y, r - 1.0, left=1.0, xerr=err, capsize=3,
+                           color=[colors.get(c.verdict, "tab:gray") for c in chunk])
+            for bar, c in zip(bars, chunk):
+                if c.identical_code:
+                    bar.set_hatch("//")
+            vary, fixed = _varying([c.cell.params for c in chunk])
+            labels = []
+            for c in chunk:
+                lab = f"{c.cell.vcpus}v {c.cell.impl} {c.cell.op} {c.cell.placement} " \
+                      f"{c.variant}/{c.baseline}"
+                p = json.loads(c.cell.params)
+                extra = ",".join(f"{k}={p.get(k)}" for k in vary)
+                if extra:
+                    lab += f" [{extra}]"
+                if c.cell in overcommitted_cells:
+                    lab += " (overcommitted)"
+                labels.append(lab[:90])
+            ax.set_yticks(y, labels, fontsize=7)
+            ax.axvline(1.0, color="black", linewidth=0.8)
+            ax.set_xlabel("throughput ratio to baseline (median, 95% bootstrap CI)\n"
+                          "green faster, red slower, gray no significant difference; "
+                          "hatched: identical code", fontsize=8)
+            ax.set_title(" / ".join(key) + (f"\n{fixed}" if fixed else ""), fontsize=9)
+            ax.invert_yaxis()
+            fig.tight_layout()
+            written.append(_save(fig, out_dir, _slug(f"ratio-{'-'.join(key)}-{start // 40}")))
+    return written
+
+
+def fairness_plot(fair_rows, out_dir) -> list[str]:
+    """Per-thread fairness: Jain's index of each run's per-thread totals (dots)
+    and the min/max ratio (crosses), one row per cell and variant."""
+    out_dir = Path(out_dir)
+    groups = defaultdict(lambda: defaultdict(list))
+    for r in fair_rows:
+        if r["copy"] != 0 or r["threads"] < 2:
+            continue
+        c = r["cell"]
+        groups[(c.arch, c.accel, c.cpu_model, c.workload)][(c, r["variant"])].append(r)
+    written = []
+    for key, rows in sorted(groups.items()):
+        items = sorted(rows.items(), key=lambda kv: (kv[0][0], _variant_key(kv[0][1])))
+        for start in range(0, len(items), 40):
+            if len(written) >= MAX_FIGURES:
+                return written
+            chunk = items[start:start + 40]
+            fig, ax = plt.subplots(figsize=(8, 1.0 + 0.3 * len(chunk)))
+            for i, ((cell, variant), rs) in enumerate(chunk):
+                ax.plot([x["jain"] for x in rs], [i] * len(rs), "o", color="tab:blue",
+                        label="Jain's index" if i == 0 else None)
+                ax.plot([x["min_max"] for x in rs], [i] * len(rs), "x", color="tab:orange",
+                        label="min/max per-thread ops" if i == 0 else None)
+            vary, fixed = _varying([c.params for (c, _), _ in chunk])
+
+            def label(c, v):
+                p = json.loads(c.params)
+                extra = ",".join(f"{k}={p.get(k)}" for k in vary)
+                return (f"{c.vcpus}v {c.impl} {c.op} {c.placement} {v}"
+                        + (f" [{extra}]" if extra else ""))[:90]
+
+            ax.set_yticks(range(len(chunk)), [label(c, v) for (c, v), _ in chunk],
+                          fontsize=7)
+            ax.set_xlim(0, 1.05)
+            ax.set_xlabel("fairness per run (1 = every thread did the same work)")
+            ax.set_title(" / ".join(key) + (f"\n{fixed}" if fixed else ""), fontsize=9)
+            ax.invert_yaxis()
+            ax.legend(fontsize=7)
+            ax.grid(True, axis="x", alpha=0.3)
+            fig.tight_layout()
+            written.append(_save(fig, out_dir, _slug(f"fairness-{'-'.join(key)}-{start // 40}")))
+    return written
+
+
+def history_plot(name: str, commits, summaries, change_idx, out_dir, *,
+                 title: str = "") -> str:
+    """One metric across commits (git order): median with 95% CI bars; change
+    points (index of the first commit of a new level) as dashed lines."""
+    out_dir = Path(out_dir)
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(commits) + 2), 3.6))
+    x = np.arange(len(commits))
+    med = np.array([s.median for s in summaries]) / 1e6
+    lo = np.array([s.ci_low for s in summaries]) / 1e6
+    hi = np.array([s.ci_high for s in summaries]) / 1e6
+    ax.errorbar(x, med, yerr=[np.nan_to_num(med - lo), np.nan_to_num(hi - med)],
+                fmt="-o", capsize=3, markersize=4)
+    for k in change_idx:
+        ax.axvline(k - 0.5, color="tab:red", linestyle="--", linewidth=1)
+        ax.annotate(f"change at {commits[k][:8]}", (k - 0.5, ax.get_ylim()[1]),
+                    fontsize=7, color="tab:red", ha="left", va="top", rotation=90)
+    ax.set_xticks(x, [c[:8] for c in commits], rotation=60, fontsize=7)
+    ax.set_ylabel("Mops/s (median, 95% CI)")
+    ax.set_title(title or name, fontsize=8)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return _save(fig, out_dir, _slug(f"history-{name}"))

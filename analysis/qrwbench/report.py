@@ -1,0 +1,423 @@
+"""`make report`: build/report/index.html (+ report.md, plots/) from the results DB.
+
+``/usr/bin/python3 -m qrwbench.report [--db PATH] [--out build/report]`` (the
+options are those of ``python3 -m qrwbench report``). Everything is computed
+first; files are written only when the selection is valid, so bad input (no
+DB, an empty selection, a missing baseline variant) writes nothing.
+
+The selection is one rig commit (default: the one with the most recent run;
+``--commit all`` pools every commit). History plots always use every commit.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import codeid, gitutil, history, plots, stats, store, tables
+from .errors import QrwbenchError
+
+TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
+KVM_CAVEAT = "KVM unavailable on this host: {reason}"
+
+
+@dataclass
+class Selection:
+    label: str                  # shown in the report header
+    rig_commit: str | None      # None: all commits
+    samples: list[dict]
+    runs: list[dict]            # ok and failed runs of the selection
+
+
+@dataclass
+class Analysis:
+    selection: Selection
+    cset: stats.ComparisonSet
+    aa: stats.AAReport
+    noise: list[dict]
+    fair: list[dict]
+    histories: list[history.History]
+    caveats: list[str]
+    audit: codeid.Audit | None
+    agreement: list[list[str]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- selection
+
+def select(conn, commit: str = "latest", repo=".") -> Selection:
+    """The samples and runs of one rig commit ('latest', 'all', 'HEAD', sha/prefix)."""
+    runs = store.load_runs(conn)
+    if not runs:
+        raise QrwbenchError("empty selection: the results DB holds no runs")
+    if commit == "all":
+        sel, label = None, "all rig commits"
+    else:
+        known = store.commits_with_results(conn, "rig")
+        if not known:
+            n_failed = sum(r["status"] == "failed" for r in runs)
+            raise QrwbenchError(f"empty selection: no ok runs in the results DB "
+                                f"({n_failed} failed runs)")
+        if commit == "latest":
+            sel = known[-1]["commit"]
+        elif commit == "HEAD":
+            sha = gitutil.rev_parse(repo, "HEAD")
+            sel = store.resolve_commit(conn, sha, "rig") if not any(
+                k["commit"] == sha for k in known) else sha
+        else:
+            sel = store.resolve_commit(conn, commit, "rig")
+        label = f"rig commit {sel[:12]}"
+    samples = store.load_samples(conn, rig_commit=sel)
+    if not samples:
+        raise QrwbenchError(f"empty selection: no samples of ok runs for {label}")
+    runs = [r for r in runs if sel is None or r["rig_commit"] == sel]
+    return Selection(label, sel, samples, runs)
+
+
+# ----------------------------------------------------------------- analysis
+
+def _caveats(sel: Selection, cset, aa, audit) -> list[str]:
+    ok_ids = {s["run_id"] for s in sel.samples}
+    ok_runs = [r for r in sel.runs if r["run_id"] in ok_ids]
+    out = []
+    if any(s["accel"] == "tcg" for s in sel.samples):
+        out.append(TCG_CAVEAT)
+    reasons = sorted({r["kvm_reason"] or "no reason recorded" for r in sel.runs
+                      if r["kvm_usable"] == 0})
+    out += [KVM_CAVEAT.format(reason=r) for r in reasons]
+    oc = sum(1 for r in ok_runs if r["overcommitted"])
+    if oc:
+        out.append(f"{oc} runs were overcommitted (more vCPUs than host CPUs): their "
+                   "points are marked; contention numbers there include host scheduling")
+    dirty = sum(1 for r in ok_runs if r["rig_dirty"])
+    if dirty:
+        out.append(f"{dirty} runs were made from a dirty rig tree")
+    failed = sum(1 for r in sel.runs if r["status"] == "failed")
+    if failed:
+        out.append(f"{failed} runs failed and are not in the statistics (listed below)")
+    if audit is None:
+        out.append("no ordering audit found (make audit): comparisons of variants that "
+                   "compile to identical code are not labeled")
+    else:
+        out += audit.notes_for({c.cell for c in cset.comparisons})
+    if aa.n_judged and aa.p_rate_above_alpha < 0.05:
+        out.append(f"A/A control: {aa.n_significant} of {aa.n_judged} A/A comparisons "
+                   f"were significant ({aa.rate:.0%} > alpha {aa.alpha:g}): the harness "
+                   "or layout adds differences; treat small effects as noise")
+    return out
+
+
+def _agreement(cset) -> list[list[str]]:
+    """rwlock: does the kernel-build comparison agree with the in-module one?"""
+    by = {}
+    for c in cset.comparisons:
+        if c.cell.workload == "rwlock" and c.cell.impl in ("kernel", "module"):
+            by[(c.cell.replace(impl=""), c.variant, c.cell.impl)] = c
+    rows = []
+    for (cell, variant, impl), k in sorted(by.items(), key=lambda kv: kv[0][:2]):
+        if impl != "kernel" or (cell, variant, "module") not in by:
+            continue
+        m = by[(cell, variant, "module")]
+        agree = "yes" if k.verdict == m.verdict else "no"
+        rows.append([cell.replace(impl="kernel/module").label(), variant,
+                     tables.fmt_pct(k.test.pct_change) if k.test.judged else "-",
+                     k.verdict, tables.fmt_pct(m.test.pct_change) if m.test.judged else "-",
+                     m.verdict, agree])
+    return rows
+
+
+def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.ALPHA,
+            correction="holm", min_effect=0.0, repo=".",
+            n_resamples=stats.N_RESAMPLES) -> Analysis:
+    sel = select(conn, commit, repo)
+    identical = audit.is_identical if audit else None
+    cset = stats.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
+                               correction=correction, min_effect=min_effect,
+                               n_resamples=n_resamples, identical=identical)
+    aa = stats.aa_control(sel.samples, alpha=alpha, n_resamples=n_resamples)
+    hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
+                             n_resamples=min(n_resamples, 1000))
+    return Analysis(sel, cset, aa, stats.within_boot_cv(sel.samples),
+                    stats.run_fairness(sel.samples), hist,
+                    _caveats(sel, cset, aa, audit), audit, _agreement(cset))
+
+
+# ------------------------------------------------------------------- tables
+
+def _aa_table(aa: stats.AAReport) -> tables.Table:
+    rows = []
+    for r in aa.results:
+        t = r.test
+        rows.append([r.kind, r.cell.label(), r.variant, r.what, f"{t.n_a}/{t.n_b}",
+                     f"{tables.fmt_ratio(t.ratio)} [{tables.fmt_ratio(t.ratio_low)}, "
+                     f"{tables.fmt_ratio(t.ratio_high)}]" if t.judged else "-",
+                     tables.fmt_p(t.p_value),
+                     tables.fmt_mde(t.mde) if t.judged else "-",
+                     ("FALSE POSITIVE" if r.significant else "ok") if t.judged
+                     else f"not judged: {t.why}"])
+    return tables.Table(["kind", "cell", "variant", "compared", "n", "ratio [95% CI]",
+                         "p (raw)", "MDE@80%", "result"], rows, "A/A control")
+
+
+def _aa_summary(aa: stats.AAReport) -> str:
+    if not aa.n_judged:
+        return (f"A/A control: none of {len(aa.results)} A/A comparisons (copy 1 vs "
+                "copy 0, boot vs boot) had enough samples to reach alpha; the "
+                "false-positive rate is unknown.")
+    skipped = len(aa.results) - aa.n_judged
+    return (f"A/A control: {aa.n_significant} of {aa.n_judged} A/A comparisons "
+            f"significant at alpha {aa.alpha:g} (rate {aa.rate:.1%}; one-sided binomial "
+            f"test of rate > alpha: p = {aa.p_rate_above_alpha:.2g})"
+            + (f"; {skipped} more had too few samples to judge." if skipped else "."))
+
+
+def _noise_table(noise) -> tables.Table:
+    rows = [[n["cell"].label(), n["variant"], str(n["copy"]), str(n["runs"]),
+             str(n["reps"]), tables.fmt_pct(n["within_cv"] * 100, signed=False),
+             tables.fmt_pct(n["between_cv"] * 100, signed=False)] for n in noise]
+    return tables.Table(["cell", "variant", "copy", "runs", "reps", "within-boot CV",
+                         "between-boot CV"], rows,
+                        "Noise (targets: uncontended atomics <= 2 %, rwlock <= 5 %)")
+
+
+def _fair_table(fair, limit=300) -> tables.Table:
+    rows = [[f["run_id"], f["cell"].label(), f["variant"], str(f["copy"]),
+             str(f["threads"]), f"{f['min']:.0f}", f"{f['max']:.0f}",
+             tables.fmt_ratio(f["min_max"]), tables.fmt_ratio(f["jain"]),
+             tables.fmt_ratio(f["jain_rep_median"])]
+            for f in fair[:limit] if f["threads"] > 1]
+    title = "Fairness per run (per-thread ops summed over reps)"
+    if len(fair) > limit:
+        title += f"; first {limit} of {len(fair)}"
+    return tables.Table(["run", "cell", "variant", "copy", "threads", "min", "max",
+                         "min/max", "Jain", "Jain (median rep)"], rows, title)
+
+
+def _rw_table(samples) -> tables.Table:
+    acc = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        if s["workload"] == "rwlock" and s["copy"] == 0:
+            k = (stats.Cell.of(s), s["variant"])
+            acc[k]["reads"].append(s["reads"] * 1e9 / s["ns"])
+            acc[k]["writes"].append(s["writes"] * 1e9 / s["ns"])
+            acc[k]["violations"].append(s["violations"])
+    rows = []
+    for (cell, variant), d in sorted(acc.items()):
+        v = d["violations"]
+        viol = "checker off" if all(x == -1 for x in v) else str(sum(x for x in v if x > 0))
+        rows.append([cell.label(), variant, str(len(d["reads"])),
+                     tables.fmt_rate(float(np.median(d["reads"]))),
+                     tables.fmt_rate(float(np.median(d["writes"]))), viol])
+    return tables.Table(["cell", "variant", "n", "reads Mops/s (median)",
+                         "writes Mops/s (median)", "exclusion violations"], rows,
+                        "rwlock: reads and writes")
+
+
+def _provenance_table(sel: Selection) -> tables.Table:
+    fields = [("rig commit", lambda r: f"{(r['rig_commit'] or '?')[:12]}"
+                                       f"{' (dirty)' if r['rig_dirty'] else ''}"),
+              ("kernel tree commit", lambda r: f"{(r['kernel_tree_commit'] or '?')[:12]} "
+                                               f"{r['kernel_tree_subject'] or ''}".strip()),
+              ("kernel release", lambda r: r["kernel_release"]),
+              ("compiler", lambda r: r["compiler"]),
+              ("QEMU", lambda r: r["qemu_version"]),
+              ("accel / CPU model", lambda r: f"{r['accel']} / {r['cpu_model']}"),
+              ("host CPU", lambda r: f"{r['host_cpu_model']} x {r['host_cpus']}"),
+              ("config sha256", lambda r: (r["config_sha256"] or "?")[:16]),
+              ("status", lambda r: r["status"])]
+    rows = []
+    for name, get in fields:
+        counts = Counter(str(get(r)) for r in sel.runs)
+        rows.append([name, "; ".join(f"{v} ({n} runs)" for v, n in counts.most_common(8))])
+    return tables.Table(["what", "values"], rows, "Provenance")
+
+
+def _failed_table(sel: Selection) -> tables.Table:
+    rows = [[r["run_id"], r["reason"]] for r in sel.runs if r["status"] == "failed"]
+    return tables.Table(["run", "reason"], rows, "Failed runs (not in the statistics)")
+
+
+def _skipped_table(cset) -> tables.Table:
+    return tables.Table(["cell", "why not compared"],
+                        [[c.label(), why] for c, why in cset.skipped], "Cells not compared")
+
+
+# ------------------------------------------------------------------ writing
+
+_CSS = """body{font-family:sans-serif;margin:1.5em;max-width:1400px}
+table{border-collapse:collapse;font-size:12px;margin-bottom:1.5em}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#eee}.caveat{background:#fff3cd;padding:4px 8px;margin:2px 0}
+img{max-width:100%;border:1px solid #ddd;margin:4px 0}"""
+
+
+def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
+    plot_dir = out / "plots"
+    oc_cells = {stats.Cell.of(s) for s in a.selection.samples if s.get("overcommitted")}
+    figs = {
+        "Throughput vs vCPUs": plots.throughput_vs_vcpus(a.selection.samples, plot_dir,
+                                                         n_resamples=n_resamples),
+        "Ratio to baseline": plots.ratio_bars(a.cset.comparisons, plot_dir,
+                                              overcommitted_cells=oc_cells),
+        "rwlock write-fraction sweep": plots.write_fraction_sweep(
+            a.selection.samples, plot_dir, n_resamples=n_resamples),
+        "Per-thread fairness": plots.fairness_plot(a.fair, plot_dir),
+    }
+    hist_figs, change_lines = [], []
+    for h in a.histories:
+        change_lines += h.change_lines()
+        if len(hist_figs) < plots.MAX_FIGURES and (h.changes or len(a.histories) <= 40):
+            hist_figs.append(plots.history_plot(h.metric, h.commits, h.summaries,
+                                                h.changes, plot_dir))
+    figs["History across rig commits"] = hist_figs
+
+    comp = tables.comparison_table(a.cset, title="Comparisons")
+    parts = [_aa_table(a.aa), _noise_table(a.noise), _rw_table(a.selection.samples),
+             _fair_table(a.fair), _provenance_table(a.selection)]
+    extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
+    agree = tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
+                          "in-module change", "in-module verdict", "agree"], a.agreement,
+                         "rwlock: kernel builds vs in-module copies")
+    corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[a.cset.correction]
+    method = (f"Per cell, each variant's median throughput (ops/s; rwlock: lock+unlock "
+              f"pairs) with a 95% percentile-bootstrap CI; the ratio of medians to the "
+              f"baseline ({', '.join(f'{w}: {v}' for w, v in sorted(a.cset.baselines.items()))})"
+              f" with a 95% bootstrap CI; two-sided Mann-Whitney U, {corr}-adjusted over "
+              f"all {len(a.cset.comparisons)} comparisons; verdict faster/slower only when "
+              f"adjusted p < {a.cset.alpha:g} and the ratio CI excludes 1. Cliff's delta "
+              "is the rank effect size. MDE@80%: smallest change detectable with 80% power "
+              "given the observed CVs (normal approximation, Mann-Whitney efficiency 3/pi).")
+
+    e = html.escape
+    body = [f"<h1>qrwbench report: {e(a.selection.label)}</h1>",
+            f"<p>{len(a.selection.samples)} samples from "
+            f"{len({s['run_id'] for s in a.selection.samples})} ok runs.</p>",
+            "<h2>Caveats</h2>"]
+    body += [f'<div class="caveat">{e(c)}</div>' for c in a.caveats] or ["<p>none</p>"]
+    body += ["<h2>Comparisons</h2>", f"<p>{e(method)}</p>", comp.html()]
+    if a.agreement:
+        body.append(agree.html())
+    body += [f"<p>{e(_aa_summary(a.aa))}</p>"]
+    for title, names in figs.items():
+        if names:
+            body.append(f"<h2>{e(title)}</h2>")
+            body += [f'<p><a href="plots/{e(n)}.png"><img src="plots/{e(n)}.svg" '
+                     f'alt="{e(n)}"></a></p>' for n in names]
+    if change_lines:
+        body += ["<h2>Change points</h2><ul>"] + [f"<li>{e(l)}</li>" for l in change_lines] \
+            + ["</ul>"]
+    body += [t.html() for t in parts + extra]
+    (out / "index.html").write_text(
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qrwbench report"
+        f"</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) +
+        "\n</body></html>\n", encoding="utf-8")
+
+    md = [f"# qrwbench report: {a.selection.label}", "",
+          f"{len(a.selection.samples)} samples; see index.html for plots.", "",
+          "## Caveats", ""] + [f"- {c}" for c in a.caveats] + [
+          "", "## Comparisons", "", method, "", comp.markdown(), ""]
+    if a.agreement:
+        md += [agree.markdown(), ""]
+    md += [_aa_summary(a.aa), ""]
+    if change_lines:
+        md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
+    md += [_noise_table(a.noise).markdown(), "", _provenance_table(a.selection).markdown(), ""]
+    md += [t.markdown() + "\n" for t in extra]
+    (out / "report.md").write_text("\n".join(md), encoding="utf-8")
+    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
+            "plots": sorted(str(p) for p in plot_dir.glob("*.png"))}
+
+
+def build(db=None, out="build/report", *, commit="latest", audit_path=None,
+          baselines=None, alpha=stats.ALPHA, correction="holm", min_effect=0.0,
+          repo=".", n_resamples=stats.N_RESAMPLES) -> dict:
+    """Analyse and write the report; returns {'html', 'markdown', 'plots'} paths.
+
+    The files are rendered into a temporary directory next to ``out`` and moved
+    into place only when complete.
+    """
+    audit = codeid.find_audit(audit_path)
+    conn = store.connect(db, create=False)
+    try:
+        a = analyse(conn, commit=commit, audit=audit, baselines=baselines, alpha=alpha,
+                    correction=correction, min_effect=min_effect, repo=repo,
+                    n_resamples=n_resamples)
+    finally:
+        conn.close()
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    except OSError as exc:
+        raise QrwbenchError(f"cannot write the report under {out.parent}: "
+                            f"{exc.strerror}") from None
+    try:
+        _write(a, tmp, n_resamples=min(n_resamples, 1000))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
+            "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
+
+
+def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
+                 correction="holm", min_effect=0.0, repo=".", audit_path=None,
+                 n_resamples=stats.N_RESAMPLES, **filters) -> str:
+    """The plain-text comparison table printed at the end of `make bench`.
+
+    ``db``: a path or an open connection. ``commit``: as for :func:`select`.
+    ``filters``: equality filters on cells (arch=, accel=, workload=, ...).
+    Raises QrwbenchError (one line) for an empty selection or a missing baseline.
+    """
+    audit = codeid.find_audit(audit_path)
+    if isinstance(db, sqlite3.Connection):
+        conn, owned = db, False
+    else:
+        conn, owned = store.connect(db, create=False), True
+    try:
+        sel = select(conn, commit, repo)
+    finally:
+        if owned:
+            conn.close()
+    samples = [s for s in sel.samples
+               if all(v is None or s[k] == v for k, v in filters.items())]
+    if not samples:
+        f = ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)
+        raise QrwbenchError(f"empty selection: no samples for {sel.label} with {f}")
+    cset = stats.compare_cells(samples, baselines=baselines, alpha=alpha,
+                               correction=correction, min_effect=min_effect,
+                               n_resamples=n_resamples,
+                               identical=audit.is_identical if audit else None)
+    aa = stats.aa_control(samples, alpha=alpha, n_resamples=n_resamples, boots=False)
+    failed = [r for r in sel.runs if r["status"] == "failed"]
+    text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
+    text += "\n" + _aa_summary(aa)
+    sub = Selection(sel.label, sel.rig_commit, samples, sel.runs)
+    text += "".join(f"\ncaveat: {c}" for c in _caveats(sub, cset, aa, audit)
+                    if not c.startswith("no ordering audit"))
+    if failed:
+        text += f"\n{len(failed)} failed runs are not in the statistics:"
+        text += "".join(f"\n  {r['run_id']}: {r['reason']}" for r in failed[:20])
+    return text
+
+
+def comparison_text(conn, *, rig_commit: str | None = None, **kw) -> str:
+    """:func:`compare_text` on an open connection for one rig commit (None: latest)."""
+    return compare_text(conn, commit=rig_commit or "latest", **kw)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from .cli import main
+    sys.exit(main(["report", *sys.argv[1:]]))

@@ -1,0 +1,581 @@
+"""Statistics: per-cell comparisons of orderings, A/A control, noise, fairness.
+
+All tests and intervals come from scipy and statsmodels; nothing here
+re-implements a test. The unit of observation is one ``result`` record (one
+timed window of one rep): its throughput is ``ops * 1e9 / ns`` operations per
+second (rwlock: lock+unlock pairs per second).
+
+Comparison of variant V with the baseline B in one cell (same arch, accel, CPU
+model, vCPUs, workload, impl, op, placement and parameters; copy 0 only, copy 1
+is the A/A control):
+
+* median throughput of each with a 95 % percentile-bootstrap CI
+  (``scipy.stats.bootstrap``; BCa's jackknife is unreliable for a median);
+* the ratio of medians V/B with a 95 % percentile-bootstrap CI, resampling the
+  two groups independently;
+* a two-sided Mann-Whitney U test (``scipy.stats.mannwhitneyu``): no normality
+  assumption, robust to the outliers that preemption under TCG produces;
+* Cliff's delta (equal to the rank-biserial correlation, ``2U/(n_V n_B) - 1``)
+  as the rank effect size, next to the percent change of medians;
+* multiple-comparison control over every comparison of the selection
+  (``statsmodels.stats.multitest.multipletests``; Holm by default, which
+  controls the family-wise error rate, or Benjamini-Hochberg, which controls
+  the false discovery rate).
+
+The verdict is ``faster``/``slower`` only when the adjusted p is below alpha
+*and* the ratio's CI excludes 1 (and, optionally, the change is at least
+``min_effect``); otherwise ``no significant difference``. Cells with fewer than
+``MIN_SAMPLES`` samples on a side are ``could not judge``.
+
+Baselines: ``acqrel`` for rwlock (mainline since 2015), ``full`` (the fully
+ordered form) for atomics, where there is no acquire+release variant; both are
+parameters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats as sps
+from statsmodels.stats.multitest import multipletests
+
+from .errors import QrwbenchError
+
+DEFAULT_BASELINES = {"rwlock": "acqrel", "atomics": "full"}
+ALPHA = 0.05
+CONFIDENCE = 0.95
+POWER = 0.80
+N_RESAMPLES = 2000
+MIN_SAMPLES = 3
+CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
+
+FASTER, SLOWER, NO_DIFF = "faster", "slower", "no significant difference"
+
+
+# -------------------------------------------------------------------- cells
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    """What is held fixed in a comparison (everything but variant and copy)."""
+
+    arch: str
+    accel: str
+    cpu_model: str
+    vcpus: int
+    workload: str
+    impl: str
+    op: str
+    placement: str
+    params: str          # canonical JSON
+
+    @classmethod
+    def of(cls, sample: dict) -> "Cell":
+        return cls(*(sample[f] for f in cls.__dataclass_fields__))
+
+    def params_dict(self) -> dict:
+        import json
+        return json.loads(self.params)
+
+    def params_text(self, drop=()) -> str:
+        """``k=v,...`` of the parameters; ``threads`` only when it differs from vCPUs."""
+        p = self.params_dict()
+        if p.get("threads") == self.vcpus:
+            p.pop("threads")
+        return ",".join(f"{k}={v}" for k, v in sorted(p.items()) if k not in drop)
+
+    def label(self) -> str:
+        extra = self.params_text()
+        return (f"{self.arch}/{self.accel}/{self.cpu_model}/{self.vcpus}v "
+                f"{self.workload} {self.impl} {self.op} {self.placement}"
+                + (f" [{extra}]" if extra else ""))
+
+    def metric(self, variant: str, what: str = "throughput") -> str:
+        """``qrwbench.<arch>.<accel>.<workload>.<metric>`` (0-day style name)."""
+        parts = [self.cpu_model, f"{self.vcpus}v", self.impl, self.op, variant,
+                 self.placement]
+        extra = self.params_text().replace(",", ".").replace("=", "")
+        if extra:
+            parts.append(extra)
+        return f"qrwbench.{self.arch}.{self.accel}.{self.workload}." + \
+            ".".join(parts + [what])
+
+    def replace(self, **kw) -> "Cell":
+        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        d.update(kw)
+        return Cell(**d)
+
+
+def group(samples, *, copy: int | None = 0, value: str = "throughput"
+          ) -> dict[Cell, dict[str, np.ndarray]]:
+    """{cell: {variant: array of ``value``}} over the samples of ``copy`` (None: all)."""
+    out: dict[Cell, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        if copy is None or s["copy"] == copy:
+            out[Cell.of(s)][s["variant"]].append(float(s[value]))
+    return {c: {v: np.asarray(x) for v, x in d.items()} for c, d in out.items()}
+
+
+# ----------------------------------------------------------------- summaries
+
+@dataclass
+class Summary:
+    n: int
+    median: float
+    ci_low: float
+    ci_high: float
+    mean: float
+    std: float
+    cv: float            # std / mean, ddof 1 (nan for n < 2)
+
+
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def _median(x, axis=-1):
+    return np.median(x, axis=axis)
+
+
+def _ratio_of_medians(a, b, axis=-1):
+    return np.median(a, axis=axis) / np.median(b, axis=axis)
+
+
+def median_ci(x, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, seed=0):
+    """Percentile-bootstrap CI of the median of ``x``."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2 or np.all(x == x[0]):
+        m = float(np.median(x)) if len(x) else math.nan
+        return (m, m) if len(x) >= 2 else (math.nan, math.nan)
+    res = sps.bootstrap((x,), _median, vectorized=True, n_resamples=n_resamples,
+                        confidence_level=confidence, method="percentile",
+                        random_state=_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def ratio_ci(a, b, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, seed=0):
+    """Percentile-bootstrap CI of median(a)/median(b), groups resampled independently."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if np.all(a == a[0]) and np.all(b == b[0]):
+        r = float(a[0] / b[0]) if b[0] else math.inf
+        return r, r
+    res = sps.bootstrap((a, b), _ratio_of_medians, vectorized=True, paired=False,
+                        n_resamples=n_resamples, confidence_level=confidence,
+                        method="percentile", random_state=_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def cv(x) -> float:
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2 or np.mean(x) == 0:
+        return math.nan
+    return float(np.std(x, ddof=1) / np.mean(x))
+
+
+def summarize(x, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, seed=0) -> Summary:
+    x = np.asarray(x, dtype=float)
+    lo, hi = median_ci(x, confidence=confidence, n_resamples=n_resamples, seed=seed)
+    return Summary(n=len(x), median=float(np.median(x)) if len(x) else math.nan,
+                   ci_low=lo, ci_high=hi, mean=float(np.mean(x)) if len(x) else math.nan,
+                   std=float(np.std(x, ddof=1)) if len(x) > 1 else math.nan, cv=cv(x))
+
+
+# ------------------------------------------------------ two-sample compare
+
+def min_p_value(n_a: int, n_b: int) -> float:
+    """Smallest two-sided Mann-Whitney p the sample sizes allow (total separation)."""
+    return float(sps.mannwhitneyu(np.arange(n_a), np.arange(n_a, n_a + n_b),
+                                  alternative="two-sided").pvalue)
+
+
+def mde(cv_a: float, cv_b: float, n_a: int, n_b: int, *, alpha=ALPHA,
+        power=POWER) -> float:
+    """Minimum detectable relative effect (fraction) at ``power``.
+
+    Normal approximation for a two-sided two-sample test on the relative scale:
+    ``(z_{1-alpha/2} + z_power) * sqrt(cv_a^2/n_a + cv_b^2/n_b)``, inflated by
+    ``sqrt(pi/3)`` for the Mann-Whitney test's asymptotic relative efficiency
+    (3/pi) against the t-test under normal noise. Infinite when even total
+    separation of the samples could not reach ``alpha``.
+    """
+    if min(n_a, n_b) < 2 or math.isnan(cv_a) or math.isnan(cv_b):
+        return math.nan
+    if min_p_value(n_a, n_b) >= alpha:
+        return math.inf
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    return float(z * math.sqrt(cv_a ** 2 / n_a + cv_b ** 2 / n_b) * math.sqrt(math.pi / 3))
+
+
+@dataclass
+class Test:
+    """Variant ``a`` against baseline ``b`` (ratio > 1: ``a`` has more throughput)."""
+
+    n_a: int
+    n_b: int
+    median_a: float
+    median_b: float
+    ratio: float = math.nan
+    ratio_low: float = math.nan
+    ratio_high: float = math.nan
+    p_value: float = math.nan
+    cliffs_delta: float = math.nan
+    mde: float = math.nan        # fraction, see :func:`mde`
+    cv_a: float = math.nan
+    cv_b: float = math.nan
+    judged: bool = False
+    why: str = ""                # why not judged
+
+    @property
+    def pct_change(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+
+def compare_samples(a, b, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, seed=0,
+                    alpha=ALPHA, min_n=MIN_SAMPLES) -> Test:
+    """Median ratio a/b with bootstrap CI, Mann-Whitney p, Cliff's delta, MDE."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    t = Test(n_a=len(a), n_b=len(b),
+             median_a=float(np.median(a)) if len(a) else math.nan,
+             median_b=float(np.median(b)) if len(b) else math.nan,
+             cv_a=cv(a), cv_b=cv(b))
+    if min(len(a), len(b)) < min_n:
+        t.why = f"too few samples (n={len(a)} vs {len(b)}; need {min_n})"
+        return t
+    if t.median_b <= 0:
+        t.why = "baseline median throughput is 0"
+        return t
+    t.ratio = t.median_a / t.median_b
+    t.ratio_low, t.ratio_high = ratio_ci(a, b, confidence=confidence,
+                                         n_resamples=n_resamples, seed=seed)
+    u = sps.mannwhitneyu(a, b, alternative="two-sided")
+    t.p_value = float(u.pvalue)
+    t.cliffs_delta = float(2.0 * u.statistic / (len(a) * len(b)) - 1.0)
+    t.mde = mde(t.cv_a, t.cv_b, len(a), len(b), alpha=alpha)
+    t.judged = True
+    return t
+
+
+def adjust(pvalues, *, alpha=ALPHA, correction="holm") -> np.ndarray:
+    """Adjusted p-values (Holm or Benjamini-Hochberg) via statsmodels."""
+    if correction not in CORRECTIONS:
+        raise QrwbenchError(f"unknown correction {correction!r} (use holm or bh)")
+    p = np.asarray(pvalues, dtype=float)
+    if len(p) <= 1:         # a family of one: both methods leave p as it is
+        return p
+    return multipletests(p, alpha=alpha, method=CORRECTIONS[correction])[1]
+
+
+def verdict(t: Test, p_adjusted: float, *, alpha=ALPHA, min_effect=0.0) -> str:
+    if not t.judged:
+        return f"could not judge: {t.why}"
+    excludes_one = t.ratio_low > 1.0 or t.ratio_high < 1.0
+    if p_adjusted < alpha and excludes_one and abs(t.ratio - 1.0) >= min_effect:
+        return FASTER if t.ratio > 1.0 else SLOWER
+    return NO_DIFF
+
+
+# ---------------------------------------------------------- matrix compare
+
+@dataclass
+class Comparison:
+    cell: Cell
+    variant: str
+    baseline: str
+    test: Test
+    summary: Summary
+    base_summary: Summary
+    p_adjusted: float = math.nan
+    verdict: str = ""
+    identical_code: bool = False
+
+
+@dataclass
+class ComparisonSet:
+    comparisons: list[Comparison]
+    skipped: list[tuple[Cell, str]] = field(default_factory=list)
+    alpha: float = ALPHA
+    correction: str = "holm"
+    baselines: dict = field(default_factory=dict)
+
+
+def parse_baselines(specs) -> dict:
+    """``["rwlock=full", ...]`` -> baselines dict on top of the defaults."""
+    out = dict(DEFAULT_BASELINES)
+    for spec in specs or ():
+        workload, sep, variant = spec.partition("=")
+        if not sep or not workload or not variant:
+            raise QrwbenchError(f"baseline {spec!r} is not WORKLOAD=VARIANT")
+        out[workload] = variant
+    return out
+
+
+def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
+                  min_effect=0.0, copy=0, confidence=CONFIDENCE,
+                  n_resamples=N_RESAMPLES, seed=0, identical=None) -> ComparisonSet:
+    """Every variant against its workload's baseline, in every cell of ``samples``.
+
+    ``identical(cell, a, b) -> bool`` (from the audit) marks pairs whose code is
+    identical. Raises :class:`QrwbenchError` for an empty selection or when a
+    workload's baseline variant has no samples at all.
+    """
+    baselines = dict(DEFAULT_BASELINES if baselines is None else baselines)
+    if correction not in CORRECTIONS:
+        raise QrwbenchError(f"unknown correction {correction!r} (use holm or bh)")
+    samples = list(samples)
+    if not samples:
+        raise QrwbenchError("empty selection: no samples match")
+    groups = group(samples, copy=copy)
+    if not groups:
+        raise QrwbenchError(f"empty selection: no samples of copy {copy}")
+    by_workload = defaultdict(set)
+    for cell, variants in groups.items():
+        by_workload[cell.workload].update(variants)
+    for workload, variants in sorted(by_workload.items()):
+        base = baselines.get(workload)
+        if base is not None and base not in variants:
+            raise QrwbenchError(f"baseline variant {base!r} has no samples for workload "
+                                f"{workload} (variants present: "
+                                f"{', '.join(sorted(variants))})")
+    comps, skipped = [], []
+    for i, cell in enumerate(sorted(groups)):
+        variants = groups[cell]
+        base = baselines.get(cell.workload)
+        if base is None:
+            skipped.append((cell, f"no baseline defined for workload {cell.workload}"))
+            continue
+        if base not in variants:
+            skipped.append((cell, f"no {base} samples (variants present: "
+                                  f"{', '.join(sorted(variants))})"))
+            continue
+        base_sum = summarize(variants[base], confidence=confidence,
+                             n_resamples=n_resamples, seed=[seed, i, 0])
+        for j, variant in enumerate(sorted(variants)):
+            if variant == base:
+                continue
+            t = compare_samples(variants[variant], variants[base], confidence=confidence,
+                                n_resamples=n_resamples, seed=[seed, i, j + 1],
+                                alpha=alpha)
+            comps.append(Comparison(
+                cell=cell, variant=variant, baseline=base, test=t,
+                summary=summarize(variants[variant], confidence=confidence,
+                                  n_resamples=n_resamples, seed=[seed, i, j + 1, 0]),
+                base_summary=base_sum,
+                identical_code=bool(identical and identical(cell, variant, base))))
+        if len(variants) == 1:
+            skipped.append((cell, f"only the baseline {base} was measured"))
+    judged = [c for c in comps if c.test.judged]
+    for c, p in zip(judged, adjust([c.test.p_value for c in judged], alpha=alpha,
+                                   correction=correction)):
+        c.p_adjusted = float(p)
+    for c in comps:
+        c.verdict = verdict(c.test, c.p_adjusted, alpha=alpha, min_effect=min_effect)
+    return ComparisonSet(comps, skipped, alpha, correction, baselines)
+
+
+# ---------------------------------------------------------- A/A control
+
+@dataclass
+class AAResult:
+    kind: str            # 'copy' (copy 1 vs copy 0, same boots) or 'boot' (run vs run)
+    cell: Cell
+    variant: str
+    test: Test
+    what: str            # e.g. 'copy 1 vs copy 0' or 'run X vs run Y'
+    significant: bool = False
+
+
+@dataclass
+class AAReport:
+    results: list[AAResult]
+    alpha: float
+    n_judged: int
+    n_significant: int
+    rate: float          # n_significant / n_judged (nan when none judged)
+    p_rate_above_alpha: float  # one-sided binomial test of rate > alpha
+
+
+def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
+               n_resamples=N_RESAMPLES, seed=1, boots=True) -> AAReport:
+    """A/A comparisons: copy 1 vs copy 0 of the same op/variant, and, with
+    ``boots``, consecutive boots (runs) of the same cell and variant (copy 0).
+
+    A comparison counts as a false positive when its raw Mann-Whitney p is
+    below ``alpha`` and its ratio CI excludes 1: the per-comparison error rate,
+    which should be at or below alpha when the harness adds no bias. Pairs too
+    small for any p below alpha (3 vs 3) are not judged: they would count as
+    "no false positive" without testing anything.
+    """
+    samples = list(samples)
+    results = []
+    copies = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        copies[(Cell.of(s), s["variant"])][s["copy"]].append(float(s["throughput"]))
+    for i, ((cell, variant), d) in enumerate(sorted(copies.items())):
+        if 0 in d and 1 in d:
+            t = compare_samples(d[1], d[0], confidence=confidence,
+                                n_resamples=n_resamples, seed=[seed, i], alpha=alpha)
+            results.append(AAResult("copy", cell, variant, t, "copy 1 vs copy 0"))
+    if boots:
+        runs = defaultdict(lambda: defaultdict(list))
+        order = {}
+        for s in samples:
+            if s["copy"] == 0:
+                runs[(Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
+                order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
+        for i, ((cell, variant), d) in enumerate(sorted(runs.items())):
+            ids = sorted(d, key=lambda r: order[r])
+            for k, (r0, r1) in enumerate(zip(ids, ids[1:])):
+                t = compare_samples(d[r1], d[r0], confidence=confidence,
+                                    n_resamples=n_resamples, seed=[seed, 1000 + i, k],
+                                    alpha=alpha)
+                results.append(AAResult("boot", cell, variant, t, f"run {r1} vs {r0}"))
+    for r in results:           # a comparison that cannot reach alpha tests nothing
+        t = r.test
+        if t.judged and min_p_value(t.n_a, t.n_b) >= alpha:
+            t.judged = False
+            t.why = (f"n={t.n_a} vs {t.n_b}: no p below alpha {alpha:g} is possible")
+    judged = [r for r in results if r.test.judged]
+    for r in judged:
+        t = r.test
+        r.significant = t.p_value < alpha and (t.ratio_low > 1.0 or t.ratio_high < 1.0)
+    k = sum(r.significant for r in judged)
+    n = len(judged)
+    p_above = float(sps.binomtest(k, n, alpha, alternative="greater").pvalue) if n else math.nan
+    return AAReport(results, alpha, n, k, k / n if n else math.nan, p_above)
+
+
+# ------------------------------------------------------------ noise, fairness
+
+def within_boot_cv(samples) -> list[dict]:
+    """Per (cell, variant, copy): median over runs of the CV of reps within one run."""
+    per = defaultdict(lambda: defaultdict(list))
+    for s in samples:
+        per[(Cell.of(s), s["variant"], s["copy"])][s["run_id"]].append(float(s["throughput"]))
+    out = []
+    for (cell, variant, copy), runs in sorted(per.items()):
+        cvs = [cv(x) for x in runs.values() if len(x) >= 2]
+        cvs = [c for c in cvs if not math.isnan(c)]
+        medians = [float(np.median(x)) for x in runs.values()]
+        out.append({"cell": cell, "variant": variant, "copy": copy, "runs": len(runs),
+                    "reps": sum(len(x) for x in runs.values()),
+                    "within_cv": float(np.median(cvs)) if cvs else math.nan,
+                    "between_cv": cv(medians) if len(medians) >= 2 else math.nan})
+    return out
+
+
+def jain_index(x) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 fair, 1/n one thread got all."""
+    x = np.asarray(x, dtype=float)
+    sq = float(np.sum(x * x))
+    return float(np.sum(x) ** 2 / (len(x) * sq)) if len(x) and sq > 0 else math.nan
+
+
+def fairness(per_thread) -> dict:
+    x = np.asarray(per_thread, dtype=float)
+    lo, hi = (float(x.min()), float(x.max())) if len(x) else (math.nan, math.nan)
+    return {"min": lo, "max": hi, "min_max": lo / hi if hi > 0 else math.nan,
+            "jain": jain_index(x)}
+
+
+def run_fairness(samples, field_name: str = "per_thread_ops") -> list[dict]:
+    """Per run, cell, variant, copy: per-thread totals over its reps, and their fairness,
+    plus the median Jain's index of the single reps."""
+    acc = {}
+    for s in samples:
+        per = s.get(field_name)
+        if per is None:
+            continue
+        key = (s["run_id"], Cell.of(s), s["variant"], s["copy"])
+        tot, jains = acc.setdefault(key, [np.zeros(len(per)), []])
+        if len(tot) == len(per):
+            tot += np.asarray(per, dtype=float)
+        jains.append(jain_index(per))
+    out = []
+    for (run_id, cell, variant, copy), (tot, jains) in sorted(acc.items(), key=lambda kv: (
+            kv[0][1], kv[0][2], kv[0][3], kv[0][0])):
+        f = fairness(tot)
+        j = [v for v in jains if not math.isnan(v)]
+        out.append({"run_id": run_id, "cell": cell, "variant": variant, "copy": copy,
+                    "threads": len(tot), **f,
+                    "jain_rep_median": float(np.median(j)) if j else math.nan})
+    return out
+
+
+def lkp_stable(x, *, max_gap=0.20, max_rsd=0.20, min_n=MIN_SAMPLES) -> tuple[bool, str]:
+    """LKP's stability rule: >= min_n samples, (max-min)/mean <= max_gap and
+    stddev/mean <= max_rsd. Returns (stable, why-not)."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < min_n:
+        return False, f"too few samples (n={len(x)}; need {min_n})"
+    mean = float(np.mean(x))
+    if mean <= 0:
+        return False, "mean is 0"
+    gap = float(np.max(x) - np.min(x)) / mean
+    rsd = float(np.std(x, ddof=1)) / mean
+    if gap > max_gap:
+        return False, f"unstable samples (min-max gap {gap:.0%} > {max_gap:.0%})"
+    if rsd > max_rsd:
+        return False, f"unstable samples (relative stddev {rsd:.0%} > {max_rsd:.0%})"
+    return True, ""
+
+
+def samples_separate(a, b, *, min_n=MIN_SAMPLES) -> bool:
+    """0-day's rule: the change from a to b is real when the ranges separate:
+    ``min(b) > mean(a) and mean(b) > max(a)`` (or the mirror for a decrease)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if min(len(a), len(b)) < min_n:
+        return False
+    up = b.min() > a.mean() and b.mean() > a.max()
+    down = b.max() < a.mean() and b.mean() < a.min()
+    return bool(up or down)
+
+
+# ------------------------------------------------------------ step detection
+
+def change_points(series, *, alpha=0.01, min_change=0.05, min_n=MIN_SAMPLES) -> list[int]:
+    """Change points in a history: ``series[i]`` holds the samples of commit i,
+    in git order; returns the indices i where a new level starts.
+
+    Hand-written binary segmentation (Scott & Knott 1974; Vostrikova 1981) with
+    scipy's Mann-Whitney U as the split test: within a segment, every split
+    between two commits is tested (pooled samples left vs right) and the one
+    with the smallest p is kept when its Bonferroni-corrected p (times the
+    number of splits tried) is below ``alpha`` and the medians differ by at least
+    ``min_change``; both halves are then searched again.
+    """
+    arrays = [np.asarray(s, dtype=float) for s in series]
+    found: list[int] = []
+
+    def search(lo: int, hi: int) -> None:
+        best = None
+        tried = 0
+        for k in range(lo + 1, hi):
+            left = np.concatenate(arrays[lo:k])
+            right = np.concatenate(arrays[k:hi])
+            if len(left) < min_n or len(right) < min_n:
+                continue
+            tried += 1
+            u = sps.mannwhitneyu(left, right, alternative="two-sided")
+            # distance of U from its null mean, comparable across split sizes
+            z = abs(u.statistic - len(left) * len(right) / 2) / math.sqrt(
+                len(left) * len(right) * (len(left) + len(right) + 1) / 12)
+            key = (u.pvalue, -z)
+            if best is None or key < best[0]:
+                best = (key, k, left, right)
+        if best is None:
+            return
+        (p, _), k, left, right = best
+        m_left = float(np.median(left))
+        change = float(np.median(right)) / m_left - 1 if m_left > 0 else math.inf
+        if p * tried < alpha and abs(change) >= min_change:
+            search(lo, k)
+            found.append(k)
+            search(k, hi)
+
+    search(0, len(arrays))
+    return sorted(found)

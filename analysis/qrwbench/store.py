@@ -1,0 +1,546 @@
+"""SQLite results store: runs and their samples, kept across `make clean`.
+
+Default path ``results/qrwbench.sqlite``; the environment variable
+``RESULTS_DB`` overrides it, and every entry point takes an explicit path too.
+The database is opened in WAL mode with a generous busy timeout, and every
+change happens inside one ``BEGIN IMMEDIATE`` transaction, so two imports at
+once serialize instead of corrupting anything.
+
+The schema is versioned (table ``schema_version``) and upgraded by the ordered
+``MIGRATIONS``; a database written by a newer qrwbench is refused with a clear
+error before anything is written.
+
+:func:`import_run` reads one run directory (docs/runs.md). A run whose launcher
+status is failed, whose console does not parse (:mod:`qrwbench.records`), shows
+a fault (:mod:`qrwbench.faults`), or lacks the atomic64 selftest pass line is
+stored in ``runs`` as failed, with its reason and no samples. Importing an ok
+``run_id`` again adds nothing; a ``run_id`` stored as failed is replaced by a
+later import of it (a retried boot keeps its run id).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import faults, records
+from .errors import QrwbenchError, one_line
+
+DEFAULT_DB = "results/qrwbench.sqlite"
+SCHEMA_VERSION = 2
+MAX_META_BYTES = 1 << 20   # provenance.json / status.json
+
+CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
+                "placement", "params")
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE schema_version (version INTEGER NOT NULL)""",
+        """CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+            reason TEXT NOT NULL,
+            imported_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+            arch TEXT, accel TEXT, cpu_model TEXT, vcpus INTEGER,
+            kernel_variant TEXT, workload TEXT, cell_params TEXT,
+            rig_commit TEXT, rig_dirty INTEGER, rig_diff_sha256 TEXT,
+            kernel_src TEXT, kernel_tree_commit TEXT, kernel_tree_subject TEXT,
+            kernel_release TEXT, config_sha256 TEXT, compiler TEXT,
+            qemu_version TEXT, qemu_cmd TEXT,
+            kvm_usable INTEGER, kvm_reason TEXT,
+            host_cpu_model TEXT, host_cpus INTEGER, overcommitted INTEGER,
+            seed TEXT, started_at TEXT, finished_at TEXT,
+            refused_reason TEXT, faults TEXT NOT NULL DEFAULT '[]',
+            provenance TEXT NOT NULL, status_json TEXT NOT NULL, begin_json TEXT
+        )""",
+        """CREATE TABLE samples (
+            id INTEGER PRIMARY KEY,
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            arch TEXT NOT NULL, accel TEXT NOT NULL, cpu_model TEXT NOT NULL,
+            vcpus INTEGER NOT NULL, workload TEXT NOT NULL, impl TEXT NOT NULL,
+            op TEXT NOT NULL, variant TEXT NOT NULL, copy INTEGER NOT NULL,
+            placement TEXT NOT NULL, params TEXT NOT NULL,
+            kernel_variant TEXT NOT NULL, threads INTEGER NOT NULL, write_pct INTEGER,
+            rep INTEGER NOT NULL, ord INTEGER NOT NULL,
+            ns INTEGER NOT NULL, ops INTEGER NOT NULL, throughput REAL NOT NULL,
+            reads INTEGER, writes INTEGER,
+            per_thread_ops TEXT NOT NULL, per_thread_reads TEXT, per_thread_writes TEXT,
+            overhead_ps INTEGER NOT NULL, batch INTEGER NOT NULL, violations INTEGER,
+            cycles INTEGER, instructions INTEGER,
+            UNIQUE (run_id, ord)
+        )""",
+    ),
+    2: (
+        """CREATE INDEX samples_cell ON samples (arch, accel, cpu_model, vcpus,
+               workload, impl, op, placement, params, variant, copy)""",
+        """CREATE INDEX runs_rig ON runs (rig_commit, rig_dirty)""",
+        """CREATE INDEX runs_kernel ON runs (kernel_tree_commit)""",
+    ),
+}
+
+
+def default_db_path() -> str:
+    """``$RESULTS_DB`` when set and non-empty, else ``results/qrwbench.sqlite``."""
+    return os.environ.get("RESULTS_DB") or DEFAULT_DB
+
+
+def canonical_json(obj) -> str:
+    """Key-sorted compact JSON: equal objects give equal text (the cell key)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+# ------------------------------------------------------------------ opening
+
+def _schema_version(conn: sqlite3.Connection, path) -> int:
+    try:
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise QrwbenchError(f"{path} is not an SQLite database: {exc}") from None
+    if "schema_version" not in tables:
+        if tables:
+            raise QrwbenchError(f"{path} is an SQLite database but not a qrwbench "
+                                f"results DB (tables: {', '.join(sorted(tables))})")
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def _migrate(conn: sqlite3.Connection, path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = _schema_version(conn, path)
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            for stmt in MIGRATIONS[v]:
+                conn.execute(stmt)
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (v,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
+    """Open (and with ``create``, create) the results DB, upgrading its schema.
+
+    Raises :class:`QrwbenchError` for a missing DB (``create=False``), a file
+    that is not a qrwbench DB, a DB from a newer schema, or an unwritable
+    location; in each case nothing is written.
+    """
+    path = Path(path or default_db_path())
+    if not path.exists():
+        if not create:
+            raise QrwbenchError(f"no results DB at {path} (import runs first: "
+                                "make bench, or python3 -m qrwbench import RUN_DIR)")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise QrwbenchError(f"cannot create results directory {path.parent}: "
+                                f"{exc.strerror}") from None
+        if not os.access(path.parent, os.W_OK):
+            raise QrwbenchError(f"results directory {path.parent} is not writable")
+    elif path.is_dir():
+        raise QrwbenchError(f"results DB path {path} is a directory")
+    try:
+        conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
+    try:
+        version = _schema_version(conn, path)
+        if version > SCHEMA_VERSION:
+            raise QrwbenchError(
+                f"results DB {path} has schema version {version}, newer than this "
+                f"qrwbench supports ({SCHEMA_VERSION}); use a newer qrwbench or "
+                "another RESULTS_DB")
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise QrwbenchError(f"results DB {path}: cannot switch to WAL mode ({mode})")
+        if version < SCHEMA_VERSION:
+            _migrate(conn, path)
+    except QrwbenchError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise QrwbenchError(f"results DB {path}: {exc}") from None
+    return conn
+
+
+def _conn(db):
+    """(connection, whether we opened it) for a path or an open connection."""
+    if isinstance(db, sqlite3.Connection):
+        return db, False
+    return connect(db), True
+
+
+# --------------------------------------------------------------- run files
+
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,199}\Z")
+
+
+@dataclass
+class ImportResult:
+    run_id: str
+    status: str          # 'ok' or 'failed'
+    reason: str
+    added: bool          # False when the run_id was already in the DB as ok
+    samples: int
+    replaced: bool = False   # an earlier failed import of this run_id was replaced
+
+    def line(self) -> str:
+        what = ("re-imported (replaces a failed import)" if self.replaced else
+                "imported" if self.added else "already imported")
+        return f"{self.run_id}: {what}, {self.status} ({self.samples} samples)" + (
+            "" if self.status == "ok" else f": {self.reason}")
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        size = path.stat().st_size
+        if size > MAX_META_BYTES:
+            raise QrwbenchError(f"{path}: {size} bytes, limit {MAX_META_BYTES}")
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except QrwbenchError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise QrwbenchError(f"{path}: cannot read {what}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise QrwbenchError(f"{path}: {what} is not a JSON object")
+    return obj
+
+
+def _want(obj: dict, key: str, types, where: str, required=True):
+    if key not in obj or obj[key] is None:
+        if required:
+            raise QrwbenchError(f"{where} lacks {key!r}")
+        return None
+    value = obj[key]
+    if type(value) not in types:
+        raise QrwbenchError(f"{where}: {key!r} is {type(value).__name__}, expected "
+                            f"{'/'.join(t.__name__ for t in types)}")
+    return value
+
+
+def is_run_dir(path) -> bool:
+    return Path(path, "provenance.json").is_file()
+
+
+def read_run_dir(run_dir) -> tuple[dict, dict, bytes | None]:
+    """(provenance, status, console bytes or None), validated; QrwbenchError if not a run."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise QrwbenchError(f"{run_dir} is not a run directory (no such directory)")
+    if not (run_dir / "provenance.json").is_file():
+        raise QrwbenchError(f"{run_dir} is not a run directory (no provenance.json)")
+    if not (run_dir / "status.json").is_file():
+        raise QrwbenchError(f"{run_dir} is an interrupted run (no status.json); "
+                            "not imported")
+    prov = _read_json(run_dir / "provenance.json", "provenance")
+    status = _read_json(run_dir / "status.json", "status")
+    where = f"{run_dir}/provenance.json"
+    run_id = _want(prov, "run_id", (str,), where)
+    if not _RUN_ID_RE.match(run_id):
+        raise QrwbenchError(f"{where}: run_id {run_id[:60]!r} has unsafe characters")
+    cell = _want(prov, "cell", (dict,), where)
+    for key in ("arch", "accel", "cpu_model", "kernel_variant", "workload"):
+        _want(cell, key, (str,), f"{where} cell")
+    _want(cell, "vcpus", (int,), f"{where} cell")
+    _want(cell, "params", (dict,), f"{where} cell", required=False)
+    st = _want(status, "status", (str,), f"{run_dir}/status.json")
+    if st not in ("ok", "failed"):
+        raise QrwbenchError(f"{run_dir}/status.json: status {st!r} is not ok/failed")
+    _want(status, "reason", (str,), f"{run_dir}/status.json", required=False)
+    console_path = run_dir / "console.log"
+    console = None
+    if console_path.is_file():
+        try:
+            with console_path.open("rb") as fh:
+                console = fh.read(records.MAX_CONSOLE_BYTES + 1)
+        except OSError as exc:
+            raise QrwbenchError(f"{console_path}: {exc.strerror}") from None
+    return prov, status, console
+
+
+def judge_run(prov: dict, status: dict, console: bytes | None):
+    """(reason or None when ok, ParsedRun or None) for one run's files."""
+    parsed = records.parse_console(console) if console is not None else None
+    if status.get("status") != "ok":
+        why = status.get("reason") or "no reason given"
+        if parsed and parsed.faults:
+            why += f"; console: {parsed.faults[0]}"
+        return one_line(f"launcher: {why}"), parsed
+    if parsed is None:
+        return "no console.log", None
+    if not parsed.ok:
+        return parsed.reason, parsed
+    if not faults.selftest_passed(console):
+        return "the kernel's atomic64 selftest pass line (atomic64_test: passed) " \
+               "is not on the console", parsed
+    cell, begin = prov["cell"], parsed.begin
+    for key in ("arch", "workload", "kernel_variant"):
+        if begin[key] != cell[key]:
+            return (f"begin record says {key} {begin[key]!r}, provenance cell says "
+                    f"{cell[key]!r}"), parsed
+    if begin["online_cpus"] != cell["vcpus"]:
+        return (f"guest had {begin['online_cpus']} CPUs online, provenance cell "
+                f"asks for {cell['vcpus']} vCPUs"), parsed
+    return None, parsed
+
+
+# Matrix parameters that do not define what is measured: runs that differ only in
+# them measure the same cell and are pooled.
+NON_CELL_PARAMS = ("reps", "seed")
+
+
+def _sample_row(run_id: str, cell: dict, begin: dict, rec: dict) -> dict:
+    params = {k: v for k, v in (cell.get("params") or {}).items()
+              if k not in NON_CELL_PARAMS}
+    if rec["workload"] == "rwlock":
+        params.update({k: rec[k] for k in records.RWLOCK_PARAMS})
+    params["threads"] = rec["threads"]
+    rw = rec["workload"] == "rwlock"
+    return {
+        "run_id": run_id, "arch": cell["arch"], "accel": cell["accel"],
+        "cpu_model": cell["cpu_model"], "vcpus": cell["vcpus"],
+        "workload": rec["workload"], "impl": rec["impl"], "op": rec["op"],
+        "variant": rec["variant"], "copy": rec["copy"], "placement": rec["placement"],
+        "params": canonical_json(params), "kernel_variant": begin["kernel_variant"],
+        "threads": rec["threads"], "write_pct": rec.get("write_pct"),
+        "rep": rec["rep"], "ord": rec["order"], "ns": rec["ns"], "ops": rec["ops"],
+        "throughput": rec["ops"] * 1e9 / rec["ns"],
+        "reads": rec.get("reads"), "writes": rec.get("writes"),
+        "per_thread_ops": json.dumps(rec["per_thread_ops"]),
+        "per_thread_reads": json.dumps(rec["per_thread_reads"]) if rw else None,
+        "per_thread_writes": json.dumps(rec["per_thread_writes"]) if rw else None,
+        "overhead_ps": rec["overhead_ps"], "batch": rec["batch"],
+        "violations": rec.get("violations"), "cycles": rec.get("cycles"),
+        "instructions": rec.get("instructions"),
+    }
+
+
+def _text(v):
+    return None if v is None else one_line(v, 2000) if not isinstance(v, str) else v
+
+
+def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
+    cell = prov["cell"]
+    kvm = prov.get("kvm_probe") if isinstance(prov.get("kvm_probe"), dict) else {}
+
+    def flag(v):
+        return None if v is None else int(bool(v))
+
+    def num(v):
+        return v if type(v) is int else None
+
+    return {
+        "run_id": prov["run_id"], "status": state, "reason": reason,
+        "arch": cell["arch"], "accel": cell["accel"], "cpu_model": cell["cpu_model"],
+        "vcpus": cell["vcpus"], "kernel_variant": cell["kernel_variant"],
+        "workload": cell["workload"], "cell_params": canonical_json(cell.get("params") or {}),
+        "rig_commit": _text(prov.get("rig_commit")), "rig_dirty": flag(prov.get("rig_dirty")),
+        "rig_diff_sha256": _text(prov.get("rig_diff_sha256")),
+        "kernel_src": _text(prov.get("kernel_src")),
+        "kernel_tree_commit": _text(prov.get("kernel_tree_commit")),
+        "kernel_tree_subject": _text(prov.get("kernel_tree_subject")),
+        "kernel_release": _text(prov.get("kernel_release")),
+        "config_sha256": _text(prov.get("config_sha256")),
+        "compiler": _text(prov.get("compiler")),
+        "qemu_version": _text(prov.get("qemu_version")),
+        "qemu_cmd": _text(prov.get("qemu_cmd")),
+        "kvm_usable": flag(kvm.get("usable")), "kvm_reason": _text(kvm.get("reason")),
+        "host_cpu_model": _text(prov.get("host_cpu_model")),
+        "host_cpus": num(prov.get("host_cpus")),
+        "overcommitted": flag(prov.get("overcommitted")),
+        "seed": None if prov.get("seed") is None else str(prov.get("seed")),
+        "started_at": _text(prov.get("started_at")),
+        "finished_at": _text(prov.get("finished_at")),
+        "refused_reason": parsed.refused_reason if parsed else None,
+        "faults": json.dumps(parsed.faults if parsed else []),
+        "provenance": canonical_json(prov), "status_json": canonical_json(status),
+        "begin_json": canonical_json(parsed.begin) if parsed and parsed.begin else None,
+    }
+
+
+def _insert(conn, table: str, row: dict) -> None:
+    cols = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def has_run(conn, run_id: str) -> bool:
+    """True when an ok run with this id is stored (failed runs are retried)."""
+    return conn.execute("SELECT 1 FROM runs WHERE run_id = ? AND status = 'ok'",
+                        (run_id,)).fetchone() is not None
+
+
+def import_run(db, run_dir) -> ImportResult:
+    """Import one run directory into ``db`` (a path or an open connection).
+
+    Idempotent by ``run_id``: an ok run is never imported twice. A run_id stored
+    as failed is replaced by the new import (a retried boot reuses its run_id),
+    in the same transaction. Raises :class:`QrwbenchError`, writing nothing,
+    when ``run_dir`` is not a (complete) run directory.
+    """
+    prov, status, console = read_run_dir(run_dir)
+    reason, parsed = judge_run(prov, status, console)
+    state = "failed" if reason else "ok"
+    rows = []
+    if state == "ok":
+        rows = [_sample_row(prov["run_id"], prov["cell"], parsed.begin, rec)
+                for rec in parsed.results]
+    conn, owned = _conn(db)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            old = conn.execute("SELECT status, reason, (SELECT COUNT(*) FROM samples s "
+                               "WHERE s.run_id = r.run_id) FROM runs r WHERE run_id = ?",
+                               (prov["run_id"],)).fetchone()
+            replaced = False
+            if old is not None and old[0] == "ok":
+                conn.execute("ROLLBACK")
+                return ImportResult(prov["run_id"], old[0], old[1], False, old[2])
+            if old is not None:         # a failed attempt: the new one replaces it
+                conn.execute("DELETE FROM runs WHERE run_id = ?", (prov["run_id"],))
+                replaced = True
+            _insert(conn, "runs", _run_row(prov, status, state, reason or "ok", parsed))
+            for row in rows:
+                _insert(conn, "samples", row)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise QrwbenchError(f"results DB: {exc}") from None
+    finally:
+        if owned:
+            conn.close()
+    return ImportResult(prov["run_id"], state, reason or "ok", True, len(rows), replaced)
+
+
+def plan_imports(paths) -> tuple[list[Path], list[str]]:
+    """Run directories named by ``paths`` (each a run directory or a directory of
+    them), and notes about the runs skipped inside a directory (interrupted: no
+    status.json; unreadable metadata). Raises QrwbenchError for a path that is
+    neither, or a named run directory that cannot be imported, before anything
+    is opened or written."""
+    plan, notes = [], []
+    for path in map(Path, paths):
+        if is_run_dir(path):
+            read_run_dir(path)          # raises for an interrupted or broken run
+            plan.append(path)
+            continue
+        if not path.is_dir():
+            raise QrwbenchError(f"{path} is not a run directory (no such directory)")
+        children = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
+        if not children:
+            raise QrwbenchError(f"{path} is not a run directory (no provenance.json) "
+                                "and holds none")
+        for child in children:
+            try:
+                read_run_dir(child)
+            except QrwbenchError as exc:
+                notes.append(f"skipped: {exc}")
+                continue
+            plan.append(child)
+    return plan, notes
+
+
+def import_path(db, path) -> tuple[list[ImportResult], list[str]]:
+    """Import a run directory, or every complete run directory directly under ``path``.
+
+    Returns (results, notes); skipped runs (see :func:`plan_imports`) become notes.
+    """
+    plan, notes = plan_imports([path])
+    conn, owned = _conn(db)
+    try:
+        return [import_run(conn, run_dir) for run_dir in plan], notes
+    finally:
+        if owned:
+            conn.close()
+
+
+# ------------------------------------------------------------------ queries
+
+def load_runs(conn, *, status: str | None = None) -> list[dict]:
+    sql = "SELECT * FROM runs"
+    args: tuple = ()
+    if status:
+        sql += " WHERE status = ?"
+        args = (status,)
+    return [dict(r) for r in conn.execute(sql + " ORDER BY started_at, run_id", args)]
+
+
+_RUN_FIELDS = ("rig_commit", "rig_dirty", "kernel_tree_commit", "kernel_tree_subject",
+               "overcommitted", "started_at", "kernel_release")
+
+
+def load_samples(conn, *, rig_commit: str | None = None,
+                 kernel_tree_commit: str | None = None,
+                 run_ids=None, **filters) -> list[dict]:
+    """Samples of ok runs, with run fields, per-thread lists decoded.
+
+    ``filters`` are equality filters on sample columns (``workload='rwlock'``).
+    """
+    where = ["r.status = 'ok'"]
+    args: list = []
+    if rig_commit is not None:
+        where.append("r.rig_commit = ?")
+        args.append(rig_commit)
+    if kernel_tree_commit is not None:
+        where.append("r.kernel_tree_commit = ?")
+        args.append(kernel_tree_commit)
+    if run_ids is not None:
+        run_ids = list(run_ids)
+        where.append(f"s.run_id IN ({', '.join('?' for _ in run_ids)})")
+        args.extend(run_ids)
+    for key, value in filters.items():
+        if value is None:
+            continue
+        if key not in CELL_COLUMNS + ("variant", "copy", "kernel_variant"):
+            raise QrwbenchError(f"unknown sample filter {key!r}")
+        where.append(f"s.{key} = ?")
+        args.append(value)
+    sql = (f"SELECT s.*, {', '.join('r.' + f for f in _RUN_FIELDS if f != 'kernel_variant')} "
+           "FROM samples s JOIN runs r ON r.run_id = s.run_id "
+           f"WHERE {' AND '.join(where)} ORDER BY s.run_id, s.ord")
+    out = []
+    for row in conn.execute(sql, args):
+        d = dict(row)
+        for key in ("per_thread_ops", "per_thread_reads", "per_thread_writes"):
+            if d.get(key) is not None:
+                d[key] = json.loads(d[key])
+        out.append(d)
+    return out
+
+
+def commits_with_results(conn, key: str = "rig") -> list[dict]:
+    """Distinct commits with ok runs: [{'commit', 'runs', 'first', 'last', 'subject'}]."""
+    col = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}[key]
+    rows = conn.execute(
+        f"SELECT {col} AS c, COUNT(*) AS n, MIN(started_at) AS first, "
+        f"MAX(started_at) AS last, MAX(kernel_tree_subject) AS subject FROM runs "
+        f"WHERE status = 'ok' AND {col} IS NOT NULL GROUP BY {col} ORDER BY last")
+    return [{"commit": r["c"], "runs": r["n"], "first": r["first"], "last": r["last"],
+             "subject": r["subject"]} for r in rows]
+
+
+def resolve_commit(conn, ref: str, key: str = "rig") -> str:
+    """The stored commit that ``ref`` (a full sha or unique prefix) names."""
+    known = [c["commit"] for c in commits_with_results(conn, key)]
+    hits = [c for c in known if c == ref or (len(ref) >= 4 and c.startswith(ref))]
+    if len(hits) == 1:
+        return hits[0]
+    what = "rig" if key == "rig" else "kernel tree"
+    listing = ", ".join(c[:12] for c in known[-8:]) or "none"
+    if not hits:
+        raise QrwbenchError(f"no results for {what} commit {ref!r}; commits with "
+                            f"results: {listing}")
+    raise QrwbenchError(f"{what} commit prefix {ref!r} is ambiguous: "
+                        f"{', '.join(h[:12] for h in hits)}")

@@ -1,0 +1,119 @@
+"""Tables of results, rendered as plain text, Markdown or HTML from one row list.
+
+:func:`comparison_table` is the table `make bench` prints at its end and the
+report shows: per cell, each variant's median throughput with its CI, the ratio
+to the baseline with its CI, the adjusted p, Cliff's delta and the verdict.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+IDENTICAL = "identical code: any difference is noise"
+
+
+def fmt_rate(x: float) -> str:
+    """Operations per second in M/s with 4 significant digits."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x / 1e6:.4g}"
+
+
+def fmt_ratio(x: float) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:.3f}"
+
+
+def fmt_p(p: float) -> str:
+    if p is None or math.isnan(p):
+        return "-"
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.0e}"
+
+
+def fmt_pct(x: float, signed=True) -> str:
+    if x is None or math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:+.1f}%" if signed else f"{x:.1f}%"
+
+
+def fmt_mde(mde: float) -> str:
+    """Minimum detectable effect; 'n too small' when no effect could reach alpha."""
+    if mde is not None and math.isinf(mde):
+        return "n too small"
+    return fmt_pct(mde * 100, signed=False) if mde is not None else "-"
+
+
+@dataclass
+class Table:
+    headers: list[str]
+    rows: list[list[str]]
+    title: str = ""
+
+    def text(self) -> str:
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+                  for i, h in enumerate(self.headers)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        out = [self.title] if self.title else []
+        out += [line(self.headers), line(["-" * w for w in widths])]
+        out += [line(r) for r in self.rows]
+        return "\n".join(out)
+
+    def markdown(self) -> str:
+        esc = lambda s: s.replace("|", "\\|")
+        out = [f"### {self.title}", ""] if self.title else []
+        out.append("| " + " | ".join(esc(h) for h in self.headers) + " |")
+        out.append("|" + "|".join("---" for _ in self.headers) + "|")
+        out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows]
+        return "\n".join(out)
+
+    def html(self, css_class: str = "") -> str:
+        e = html.escape
+        cls = f' class="{e(css_class)}"' if css_class else ""
+        head = "".join(f"<th>{e(h)}</th>" for h in self.headers)
+        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
+                       for r in self.rows)
+        title = f"<h3>{e(self.title)}</h3>" if self.title else ""
+        return f"{title}<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def comparison_table(cset, *, title: str = "") -> Table:
+    """One row per (cell, variant) of a :class:`qrwbench.stats.ComparisonSet`,
+    preceded by the cell's baseline row."""
+    headers = ["cell", "variant", "n", "median Mops/s [95% CI]",
+               "ratio to baseline [95% CI]", "change", "p (adj)", "Cliff's d",
+               "MDE@80%", "verdict"]
+    rows = []
+    last = None
+    for c in sorted(cset.comparisons, key=lambda c: (c.cell, c.variant)):
+        if c.cell != last:
+            b = c.base_summary
+            rows.append([c.cell.label(), f"{c.baseline} (baseline)", str(b.n),
+                         f"{fmt_rate(b.median)} [{fmt_rate(b.ci_low)}, {fmt_rate(b.ci_high)}]",
+                         "1", "", "", "", "", ""])
+            last = c.cell
+        s, t = c.summary, c.test
+        ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
+                 if t.judged else "-")
+        verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else "")
+        rows.append(["", c.variant, str(s.n),
+                     f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
+                     ratio, fmt_pct(t.pct_change) if t.judged else "-",
+                     fmt_p(c.p_adjusted), fmt_ratio(t.cliffs_delta) if t.judged else "-",
+                     fmt_mde(t.mde) if t.judged else "-", verdict])
+    return Table(headers, rows, title)
+
+
+def text_comparison(cset, *, header: str = "") -> str:
+    """The plain-text comparison `make bench` prints at its end."""
+    corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[cset.correction]
+    base = ", ".join(f"{w}: {v}" for w, v in sorted(cset.baselines.items()))
+    lines = [header] if header else []
+    lines.append(f"baselines ({base}); Mann-Whitney U, {corr}-adjusted, alpha "
+                 f"{cset.alpha:g}; ratio CIs: 95% bootstrap of the ratio of medians")
+    lines.append(comparison_table(cset).text())
+    for cell, why in cset.skipped:
+        lines.append(f"not compared: {cell.label()}: {why}")
+    return "\n".join(lines)

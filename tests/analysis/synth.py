@@ -1,0 +1,160 @@
+"""Synthetic guest output and run directories for the analysis tests.
+
+Records follow docs/records.md (schema 1); consoles are written with
+``qrwbench.records.format_console`` so their end markers carry a correct count
+and CRC-32. Throughputs are drawn from a log-normal with a known median and CV,
+multiplied by a per-variant factor, so every test knows the true effect.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from qrwbench import records
+
+NS = 100_000_000            # 100 ms windows
+BOOT_LINES = [
+    "[    0.000000] Linux version 6.12.0-qrwbench (gcc 12.2.0) #1 SMP",
+    "[    0.000000] Kernel command line: console=ttyS0 panic=-1 quiet",
+    "[    0.210000] RETBleed: WARNING: Spectre v2 mitigation leaves CPU vulnerable "
+    "to RETBleed attacks, data leaks possible!",
+    "[    0.300000] atomic64_test: passed for x86-64 platform with CX8 and with SSE",
+    "[    0.400000] Warning: unable to open an initial console.",
+]
+END_LINES = ["[    2.000000] reboot: Power down"]
+
+
+def begin(arch="x86_64", kernel_variant="acqrel", workload="atomics", threads=2,
+          online_cpus=None, seed=1):
+    return {"type": "begin", "schema": 1, "arch": arch, "kernel_variant": kernel_variant,
+            "kernel_release": "6.12.0-qrwbench", "workload": workload, "seed": seed,
+            "online_cpus": online_cpus or threads, "threads": threads,
+            "params": {"reps": 5, "duration_ms": 100, "workload": workload}}
+
+
+def _split(total: int, threads: int, rng, skew: float = 0.0) -> list[int]:
+    w = np.ones(threads) + skew * rng.random(threads)
+    parts = np.floor(total * w / w.sum()).astype(int)
+    parts[0] += total - int(parts.sum())
+    return [int(x) for x in parts]
+
+
+def results(*, workload="atomics", impl=None, op=None, variants=None, copies=(0, 1),
+            placement="shared", reps=8, threads=2, rate=50e6, cv=0.02, factors=None,
+            copy_factor=1.0, rng=None, write_pct=10, kernel_variant="acqrel",
+            start_order=0):
+    """Result records for every (variant, copy, rep), in a shuffled run order.
+
+    ``factors[variant]`` multiplies the median throughput of that variant;
+    ``copy_factor`` multiplies copy 1 (an injected A/A difference).
+    """
+    rng = rng or np.random.default_rng(0)
+    impl = impl or ("inline" if workload == "atomics" else "module")
+    op = op or ("atomic_add_return" if workload == "atomics" else "rwlock")
+    if variants is None:
+        variants = (("full", "acquire", "release", "relaxed") if workload == "atomics"
+                    else (kernel_variant,) if impl == "kernel" else ("full", "acqrel", "relaxed"))
+    factors = factors or {}
+    combos = [(v, c, r) for r in range(reps) for v in variants for c in copies]
+    order = rng.permutation(len(combos))
+    out = []
+    sigma = np.sqrt(np.log(1 + cv * cv))
+    for (variant, copy, rep), pos in zip(combos, order):
+        med = rate * factors.get(variant, 1.0) * (copy_factor if copy == 1 else 1.0)
+        tput = med * rng.lognormal(0.0, sigma)
+        ops = max(1, int(tput * NS / 1e9))
+        rec = {"type": "result", "schema": 1, "workload": workload, "impl": impl,
+               "op": op, "variant": variant, "copy": copy, "placement": placement,
+               "rep": rep, "order": int(pos) + start_order, "threads": threads,
+               "ns": NS, "ops": ops, "per_thread_ops": _split(ops, threads, rng, 0.1),
+               "overhead_ps": 1200, "batch": 64}
+        if workload == "rwlock":
+            writes = ops * write_pct // 100
+            reads = ops - writes
+            ptr = _split(reads, threads, rng)
+            ptw = [o - r for o, r in zip(rec["per_thread_ops"], ptr)]
+            if min(ptw) < 0:        # keep per-thread reads <= per-thread ops
+                ptr = [o - w for o, w in zip(rec["per_thread_ops"],
+                                             _split(writes, threads, rng))]
+                ptw = [o - r for o, r in zip(rec["per_thread_ops"], ptr)]
+            rec.update(reads=reads, writes=writes, per_thread_reads=ptr,
+                       per_thread_writes=ptw, write_pct=write_pct, nlocks=1, cs_work=0,
+                       think_work=10, cs_lines=1, violations=0)
+        out.append(rec)
+    out.sort(key=lambda r: r["order"])
+    return out
+
+
+def console(recs, *, boot=BOOT_LINES, tail=END_LINES, end=True) -> str:
+    return "\n".join(boot) + "\n" + records.format_console(recs, end=end) + \
+        "".join(l + "\n" for l in tail)
+
+
+def provenance(run_id, *, arch="x86_64", accel="tcg", cpu_model="qemu64", vcpus=2,
+               kernel_variant="acqrel", workload="atomics", rig_commit="a" * 40,
+               overcommitted=False, kvm_usable=False, started_at="2026-12-01T00:00:00Z",
+               **extra):
+    prov = {"run_id": run_id,
+            "cell": {"arch": arch, "accel": accel, "cpu_model": cpu_model,
+                     "vcpus": vcpus, "kernel_variant": kernel_variant,
+                     "workload": workload, "params": {}},
+            "rig_commit": rig_commit, "rig_dirty": False, "rig_diff_sha256": None,
+            "kernel_src": "/usr/src/linux-source-6.12.tar.xz",
+            "kernel_tree_commit": "b" * 40,
+            "kernel_tree_subject": "locking/qrwlock: make the memory ordering selectable",
+            "kernel_release": "6.12.0-qrwbench", "config_sha256": "c" * 64,
+            "compiler": "gcc (Debian 12.2.0-14) 12.2.0", "qemu_binary": "qemu-system-x86_64",
+            "qemu_version": "QEMU emulator version 7.2.15", "qemu_cmd": "qemu-system-x86_64 ...",
+            "accel": accel,
+            "kvm_probe": {"usable": kvm_usable,
+                          "reason": None if kvm_usable else
+                          "kvm_pvm module: no hardware virtualization"},
+            "host_cpu_model": "Test CPU @ 2.0GHz", "host_cpus": 2,
+            "overcommitted": overcommitted, "seed": 1, "started_at": started_at,
+            "finished_at": started_at}
+    prov.update(extra)
+    return prov
+
+
+def write_run(root, run_id, console_text, *, status="ok", reason="", **prov_kw) -> Path:
+    d = Path(root) / run_id
+    d.mkdir(parents=True)
+    (d / "qemu.cmd").write_text("qemu-system-x86_64 ...\n")
+    if console_text is not None:
+        data = console_text if isinstance(console_text, bytes) else console_text.encode()
+        (d / "console.log").write_bytes(data)
+    (d / "provenance.json").write_text(json.dumps(provenance(run_id, **prov_kw)))
+    (d / "status.json").write_text(json.dumps(
+        {"status": status, "reason": reason, "returncode": 0 if status == "ok" else 1,
+         "timed_out": False, "wall_s": 3.5}))
+    return d
+
+
+def atomics_run(root, run_id, *, vcpus=2, factors=None, rng=None, copy_factor=1.0,
+                reps=8, cv=0.02, rate=50e6, **prov_kw) -> Path:
+    rng = rng or np.random.default_rng(zlib.crc32(run_id.encode()))
+    recs = [begin(threads=vcpus, kernel_variant=prov_kw.get("kernel_variant", "acqrel"))]
+    recs += results(threads=vcpus, factors=factors, rng=rng, copy_factor=copy_factor,
+                    reps=reps, cv=cv, rate=rate)
+    return write_run(root, run_id, console(recs), vcpus=vcpus, **prov_kw)
+
+
+def rwlock_run(root, run_id, *, vcpus=2, write_pcts=(0, 10, 50), factors=None, rng=None,
+               reps=6, **prov_kw) -> Path:
+    rng = rng or np.random.default_rng(zlib.crc32(run_id.encode()))
+    kv = prov_kw.get("kernel_variant", "acqrel")
+    recs = [begin(workload="rwlock", threads=vcpus, kernel_variant=kv)]
+    n = 0
+    for w in write_pcts:
+        for impl in ("module", "kernel"):
+            part = results(workload="rwlock", impl=impl, threads=vcpus, factors=factors,
+                           rng=rng, reps=reps, write_pct=w, rate=20e6 * (1 - w / 200),
+                           cv=0.03, kernel_variant=kv, start_order=n,
+                           copies=(0, 1) if impl == "module" else (0,))
+            n += len(part)
+            recs += part
+    return write_run(root, run_id, console(recs), vcpus=vcpus, workload="rwlock", **prov_kw)

@@ -1,0 +1,156 @@
+"""regress: 0-day style regression check between commits, step detection over history."""
+
+import os
+import subprocess
+
+import pytest
+
+import synth
+from qrwbench import cli, history, regress, store
+from qrwbench.errors import QrwbenchError
+
+ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
+           GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
+           GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A git repository with commits c0..c7 (subjects 'change 0'..'change 7')."""
+    path = tmp_path / "rig"
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=ENV)
+    shas = []
+    for i in range(8):
+        subprocess.run(["git", "-C", str(path), "commit", "-q", "--allow-empty", "-m",
+                        f"change {i}"], check=True, env=ENV)
+        shas.append(subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"],
+                                   check=True, env=ENV, capture_output=True,
+                                   text=True).stdout.strip())
+    return path, shas
+
+
+def _fill(tmp_path, shas, levels, *, cv=0.02, reps=8, skip=()):
+    """One atomics run per commit; ``levels[i]`` scales every variant at commit i."""
+    db = str(tmp_path / "db.sqlite")
+    for i, (sha, lvl) in enumerate(zip(shas, levels)):
+        if i in skip:
+            continue
+        run = synth.atomics_run(tmp_path / "runs", f"run-{i}", rate=50e6 * lvl, cv=cv,
+                                reps=reps, rig_commit=sha,
+                                started_at=f"2026-12-01T00:{i:02d}:00Z")
+        assert store.import_run(db, run).status == "ok"
+    return db
+
+
+def test_step_is_reported_as_regression_of_that_commit(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [0.88])
+    res = regress.regress(db, target=shas[7], repo=path)
+    assert res.base == shas[6]
+    assert res.exit_code == 1
+    assert len(res.regressions) == 4       # the four variants (copy 0)
+    text = res.text()
+    line = [l for l in text.splitlines() if "regression of" in l][0]
+    assert line.startswith("-1")
+    assert "regression of qrwbench.x86_64.tcg.atomics." in line
+    assert f"due to commit {shas[7][:12]} change 7" in line
+    assert "%stddev     %change         %stddev" in text
+    for r in res.regressions:
+        assert -15 < r.test.pct_change < -9
+
+
+def test_identical_code_reports_no_regression(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8)
+    for target in shas[1:]:
+        res = regress.regress(db, target=target, repo=path)
+        assert res.exit_code == 0 and not res.regressions
+        assert all(r.status in (regress.NO_CHANGE, regress.NOT_JUDGED) for r in res.results)
+
+
+def test_improvement_is_reported_but_exits_zero(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [1.15])
+    res = regress.regress(db, target=shas[7], repo=path)
+    assert res.exit_code == 0
+    assert res.results and all(r.status == regress.IMPROVEMENT for r in res.results)
+    assert "improvement of" in res.text()
+
+
+def test_threshold_hides_small_significant_changes(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [0.96], cv=0.005, reps=12)
+    assert regress.regress(db, target=shas[7], repo=path, threshold=0.05).exit_code == 0
+    assert regress.regress(db, target=shas[7], repo=path, threshold=0.02).exit_code == 1
+
+
+def test_default_base_skips_commits_without_results(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, skip=(5, 6))
+    assert regress.regress(db, target=shas[7], repo=path).base == shas[4]
+
+
+def test_unstable_samples_could_not_judge(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, cv=0.25)
+    res = regress.regress(db, target=shas[7], repo=path)
+    assert res.exit_code == 0
+    assert res.results and all(r.status == regress.NOT_JUDGED for r in res.results)
+    assert "could not judge qrwbench." in res.text() and "unstable" in res.text()
+
+
+def test_bad_commits_are_one_line_errors(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, skip=(0, 3))
+    with pytest.raises(QrwbenchError, match="unknown commit 'nosuchref'"):
+        regress.regress(db, target="nosuchref", repo=path)
+    with pytest.raises(QrwbenchError, match="has no results"):
+        regress.regress(db, target=shas[7], base=shas[3], repo=path)
+    with pytest.raises(QrwbenchError, match="no results for rig commit"):
+        regress.regress(db, target=shas[0], repo=path)
+    with pytest.raises(QrwbenchError, match="no earlier rig commit"):
+        regress.regress(db, target=shas[1], repo=path)
+
+
+def test_cli_exit_status(tmp_path, repo, capsys):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [0.85])
+    assert cli.main(["--db", db, "regress", "--target", shas[7], "--repo", str(path)]) == 1
+    assert "regression of" in capsys.readouterr().out
+    assert cli.main(["regress", "--db", db, "--target", shas[6], "--repo", str(path),
+                     "--base", shas[5]]) == 0
+    assert cli.main(["regress", "--db", db, "--target", "HEAD~20", "--repo",
+                     str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qrwbench: error: unknown commit") and err.count("\n") == 1
+
+
+def test_history_step_detected_at_the_right_commit(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 5 + [0.9] * 3, reps=5)
+    conn = store.connect(db)
+    samples = store.load_samples(conn)
+    conn.close()
+    hs = history.histories(samples, repo=path, n_resamples=100)
+    assert len(hs) == 4                    # four variants of copy 0
+    for h in hs:
+        assert h.commits == shas
+        assert h.changes == [5]
+        assert shas[5][:12] in h.change_lines()[0]
+    lines = regress.steps(db, repo=path)
+    assert len(lines) == 4 and all(shas[5][:12] in l for l in lines)
+
+
+def test_flat_history_has_no_steps(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, reps=5)
+    assert regress.steps(db, repo=path) == []
+
+
+def test_commit_order_follows_git_not_time(tmp_path, repo):
+    path, shas = repo
+    samples = [{"rig_commit": c, "started_at": f"2026-12-01T00:{9 - i:02d}:00Z"}
+               for i, c in enumerate(shas)]
+    assert history.commit_order(samples) == shas[::-1]
+    assert history.commit_order(samples, repo=path) == shas

@@ -1,0 +1,177 @@
+"""report: HTML + Markdown + plots from a small synthetic run set; bad input writes nothing."""
+
+import json
+from html import unescape
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import synth
+from qrwbench import cli, report, store, tables
+from qrwbench.errors import QrwbenchError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def results_db(tmp_path_factory):
+    """Atomics at 1 and 2 vCPUs (2 overcommitted on a 1-CPU host), rwlock on two
+    kernel variants with a write-fraction sweep, two rig commits for history."""
+    tmp = tmp_path_factory.mktemp("report")
+    runs = tmp / "runs"
+    db = str(tmp / "results" / "qrwbench.sqlite")
+    made = []
+    for commit, t in (("1" * 40, 0), ("2" * 40, 1)):
+        for vcpus in (1, 2):
+            made.append(synth.atomics_run(
+                runs, f"a{t}-{vcpus}", vcpus=vcpus, factors={"relaxed": 1.10}, reps=6,
+                rig_commit=commit, overcommitted=vcpus == 2,
+                started_at=f"2026-12-0{t + 1}T00:0{vcpus}:00Z"))
+        for kv in ("acqrel", "full"):
+            made.append(synth.rwlock_run(
+                runs, f"rw{t}-{kv}", kernel_variant=kv, write_pcts=(0, 20), reps=4,
+                factors={"full": 0.9}, rig_commit=commit,
+                started_at=f"2026-12-0{t + 1}T01:00:00Z"))
+    bad = synth.write_run(runs, "a1-broken", synth.console(
+        [synth.begin()] + synth.results(rng=np.random.default_rng(0)), end=False),
+        rig_commit="2" * 40, started_at="2026-12-02T02:00:00Z")
+    for run in made + [bad]:
+        store.import_run(db, run)
+    return db, tmp
+
+
+def test_report_files_plots_and_content(results_db, tmp_path):
+    db, _ = results_db
+    out = tmp_path / "report"
+    paths = report.build(db, out, n_resamples=300)
+    raw_html = (out / "index.html").read_text()
+    html = unescape(raw_html)
+    md = (out / "report.md").read_text()
+    assert paths["html"] == str(out / "index.html")
+    pngs = {p.name for p in (out / "plots").glob("*.png")}
+    svgs = {p.name for p in (out / "plots").glob("*.svg")}
+    assert {p[:-4] for p in pngs} == {s[:-4] for s in svgs}
+    for kind in ("vcpus-", "ratio-", "writepct-", "fairness-", "history-"):
+        assert any(p.startswith(kind) for p in pngs), kind
+    for name in pngs:
+        assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f'plots/{name[:-4]}.svg' in html
+    for text in (html, md):
+        assert report.TCG_CAVEAT in text
+        assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" \
+            in text
+        assert "rig commit 222222222222" in text
+        assert "faster" in text and "slower" in text and "no significant difference" in text
+        assert tables.IDENTICAL not in text
+    assert "a1-broken" in html and "no end marker" in html
+    assert "overcommitted" in html
+    assert "kernel builds vs in-module copies" in html
+    assert "A/A control" in html and "Jain" in html
+
+
+def test_identical_code_label_comes_from_the_audit(results_db, tmp_path):
+    db, _ = results_db
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps({"schema": 1, "identical": [
+        {"arch": "x86_64", "impl": "inline", "op": "atomic_add_return",
+         "variants": ["full", "acquire", "release", "relaxed"]}],
+        "notes": [{"arch": "x86_64", "impl": "module", "op": "rwlock",
+                   "variant": "relaxed", "text": "relaxed still uses lock cmpxchg"}]}))
+    report.build(db, tmp_path / "r", audit_path=audit, n_resamples=200)
+    md = (tmp_path / "r" / "report.md").read_text()
+    labeled = [l for l in md.splitlines() if tables.IDENTICAL in l]
+    assert len(labeled) == 6          # 3 variants x 2 vCPU cells, atomics only
+    assert "relaxed still uses lock cmpxchg" in md
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, "identical": [{"arch": "x86_64"}]}')
+    with pytest.raises(QrwbenchError, match="variants"):
+        report.build(db, tmp_path / "r2", audit_path=bad)
+    assert not (tmp_path / "r2").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--baseline", "atomics=seqcst"], "baseline variant 'seqcst'"),
+    (["--commit", "3333333"], "no results for rig commit"),
+])
+def test_bad_selection_writes_nothing(results_db, tmp_path, capsys, args, message):
+    db, _ = results_db
+    out = tmp_path / "out"
+    assert cli.main(["report", "--db", db, "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_empty_db_is_an_error(tmp_path):
+    db = str(tmp_path / "empty.sqlite")
+    store.connect(db).close()
+    with pytest.raises(QrwbenchError, match="empty selection"):
+        report.build(db, tmp_path / "out")
+    with pytest.raises(QrwbenchError, match="no results DB"):
+        report.build(str(tmp_path / "missing.sqlite"), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_text_table(results_db):
+    db, _ = results_db
+    text = report.compare_text(db, workload="atomics", n_resamples=200)
+    assert "full (baseline)" in text and "relaxed" in text
+    rows = [l for l in text.splitlines() if l.strip().startswith("relaxed")]
+    assert len(rows) == 2 and all("faster" in r for r in rows)
+    assert "TCG: emulated" in text and "a1-broken" in text
+    with pytest.raises(QrwbenchError, match="empty selection"):
+        report.compare_text(db, arch="arm64")
+
+
+def test_module_entry_point_prints_where_the_report_is(results_db, tmp_path):
+    db, _ = results_db
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"), RESULTS_DB=db)
+    res = subprocess.run([sys.executable, "-m", "qrwbench.report", "--out",
+                          str(tmp_path / "rep"), "--commit", "all"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert f"report: {tmp_path / 'rep' / 'index.html'}" in res.stdout
+    assert "all rig commits" in (tmp_path / "rep" / "index.html").read_text()
+
+
+def test_import_cli(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    synth.atomics_run(runs, "x1")
+    db = str(tmp_path / "db.sqlite")
+    assert cli.main(["import", "--db", db, str(runs)]) == 0
+    assert cli.main(["import", "--db", db, str(runs / "x1")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("x1: imported, ok") and out[1].startswith("x1: already imported")
+    assert cli.main(["import", "--db", str(tmp_path / "new.sqlite"),
+                     str(tmp_path / "nothing")]) == 2
+    assert not (tmp_path / "new.sqlite").exists()
+
+
+def test_kernel_audit_format_labels_kernel_build_comparisons(results_db, tmp_path):
+    """The file qrwbench.audit writes: pairs of kernel builds with identical code."""
+    db, _ = results_db
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps({"kernels": [], "identical": [
+        {"arch": "x86_64", "a": "acqrel", "b": "full", "functions": ["_raw_read_lock"]}]}))
+    text = report.compare_text(db, workload="rwlock", audit_path=audit, n_resamples=200)
+    labeled = [l for l in text.splitlines() if tables.IDENTICAL in l]
+    assert len(labeled) == 2 and all(l.strip().startswith("full") for l in labeled)
+    rows = text.splitlines()
+    kernel_rows = [i for i, l in enumerate(rows) if " kernel rwlock " in l]
+    assert all(tables.IDENTICAL in rows[i + 1] for i in kernel_rows)
+
+
+def test_comparison_text_on_an_open_connection(results_db):
+    db, _ = results_db
+    conn = store.connect(db)
+    try:
+        text = report.comparison_text(conn, rig_commit="1" * 40, n_resamples=200)
+        assert "rig commit 111111111111" in text
+        with pytest.raises(QrwbenchError, match="no results for rig commit"):
+            report.comparison_text(conn, rig_commit="9" * 40)
+    finally:
+        conn.close()
