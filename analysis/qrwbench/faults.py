@@ -30,6 +30,9 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                   r"rcu_.*kthread starved for"),
     ("gpf", r"general protection fault|Unable to handle kernel|"
             r"BUG: unable to handle"),
+    # A misspelled module parameter is ignored by the kernel: the run would
+    # silently use defaults, so it is a failed run.
+    ("bad-param", r"qrwbench: unknown parameter"),
 )
 
 # Lines that match a pattern above but are not faults (as console-badness.sh's

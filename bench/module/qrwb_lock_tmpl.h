@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The rwlock workload's timed loop, one template for every lock
+ * implementation, and (for impl=module) the module's own copy of the
+ * Linux 6.12 queued rwlock: the fast paths of include/asm-generic/qrwlock.h,
+ * the slow paths of kernel/locking/qrwlock.c and the lock/unlock API of
+ * kernel/locking/spinlock.c, with every atomic operation taken from the
+ * ordering macro table qrwb_lock_ord.h. Only the tracepoints
+ * (trace_contention_begin/end) are left out.
+ *
+ * Included by one .c file per instance, which defines:
+ *   QRWB_LK_KIND  QRWB_KIND_NONE (harness only, no lock: the overhead),
+ *                 QRWB_KIND_KERNEL (read_lock() etc. on rwlock_t) or
+ *                 QRWB_KIND_MODULE (the copy below)
+ *   QRWB_LK_NAME  instance name: functions are qrwb_<name>_*, the loop is
+ *                 qrwb_rwloop_<name>_loop, its pointer qrwb_rwloop_<name>
+ *   QRWB_LK_ORD   QRWB_ORD_FULL, _ACQREL or _RELAXED (module only)
+ *   QRWB_LK_MB    1: one extra smp_mb() per lock+unlock (aa_inject_mb)
+ */
+#include <linux/atomic.h>
+#include <linux/compiler.h>
+#include <linux/preempt.h>
+#include <linux/spinlock.h>
+#include "qrwbench.h"
+
+#define QRWB_KIND_NONE		0
+#define QRWB_KIND_KERNEL	1
+#define QRWB_KIND_MODULE	2
+
+#ifndef QRWB_LK_MB
+#define QRWB_LK_MB		0
+#endif
+
+#define QRWB_F(f)	QRWB_PASTE(QRWB_PASTE(qrwb_, QRWB_LK_NAME), _##f)
+
+#if QRWB_LK_KIND == QRWB_KIND_MODULE
+#include "qrwb_lock_ord.h"
+
+/* kernel/locking/qrwlock.c: queued_read_lock_slowpath() */
+static noinline void QRWB_F(read_lock_slowpath)(struct qrwlock *lock)
+{
+	/*
+	 * Readers come here when they cannot get the lock without waiting
+	 */
+	if (unlikely(in_interrupt())) {
+		/*
+		 * Readers in interrupt context will get the lock immediately
+		 * if the writer is just waiting (not holding the lock yet),
+		 * so spin with ACQUIRE semantics until the lock is available
+		 * without waiting in the queue.
+		 */
+		qrwb_lock_cond_read(&lock->cnts, !(VAL & _QW_LOCKED));
+		return;
+	}
+	qrwb_sub(_QR_BIAS, &lock->cnts);
+
+	/*
+	 * Put the reader into the wait queue
+	 */
+	arch_spin_lock(&lock->wait_lock);
+	qrwb_add(_QR_BIAS, &lock->cnts);
+
+	/*
+	 * The ACQUIRE semantics of the following spinning code ensure
+	 * that accesses can't leak upwards out of our subsequent critical
+	 * section in the case that the lock is currently held for write.
+	 */
+	qrwb_lock_cond_read(&lock->cnts, !(VAL & _QW_LOCKED));
+
+	/*
+	 * Signal the next one in queue to become queue head
+	 */
+	arch_spin_unlock(&lock->wait_lock);
+}
+
+/* kernel/locking/qrwlock.c: queued_write_lock_slowpath() */
+static noinline void QRWB_F(write_lock_slowpath)(struct qrwlock *lock)
+{
+	int cnts;
+
+	/* Put the writer into the wait queue */
+	arch_spin_lock(&lock->wait_lock);
+
+	/* Try to acquire the lock directly if no reader is present */
+	cnts = atomic_read(&lock->cnts);
+	if (!cnts && qrwb_lock_try_cmpxchg(&lock->cnts, &cnts, _QW_LOCKED))
+		goto unlock;
+
+	/* Set the waiting flag to notify readers that a writer is pending */
+	qrwb_or(_QW_WAITING, &lock->cnts);
+
+	/* When no more readers or writers, set the locked flag */
+	do {
+		cnts = atomic_cond_read_relaxed(&lock->cnts, VAL == _QW_WAITING);
+	} while (!qrwb_lock_try_cmpxchg(&lock->cnts, &cnts, _QW_LOCKED));
+unlock:
+	arch_spin_unlock(&lock->wait_lock);
+}
+
+/* include/asm-generic/qrwlock.h: queued_read_lock() */
+static __always_inline void QRWB_F(queued_read_lock)(struct qrwlock *lock)
+{
+	int cnts;
+
+	cnts = qrwb_lock_add_return(_QR_BIAS, &lock->cnts);
+	if (likely(!(cnts & _QW_WMASK)))
+		return;
+
+	/* The slowpath will decrement the reader count, if necessary. */
+	QRWB_F(read_lock_slowpath)(lock);
+}
+
+/* include/asm-generic/qrwlock.h: queued_write_lock() */
+static __always_inline void QRWB_F(queued_write_lock)(struct qrwlock *lock)
+{
+	int cnts = 0;
+	/* Optimize for the unfair lock case where the fair flag is 0. */
+	if (likely(qrwb_lock_try_cmpxchg(&lock->cnts, &cnts, _QW_LOCKED)))
+		return;
+
+	QRWB_F(write_lock_slowpath)(lock);
+}
+
+/* include/asm-generic/qrwlock.h: queued_read_unlock() */
+static __always_inline void QRWB_F(queued_read_unlock)(struct qrwlock *lock)
+{
+	/*
+	 * Atomically decrement the reader count
+	 */
+	(void)qrwb_unlock_sub_return(_QR_BIAS, &lock->cnts);
+}
+
+/* include/asm-generic/qrwlock.h: queued_write_unlock() */
+static __always_inline void QRWB_F(queued_write_unlock)(struct qrwlock *lock)
+{
+	qrwb_unlock_wlocked(lock);
+}
+
+/*
+ * kernel/locking/spinlock.c and include/linux/rwlock_api_smp.h: the lock
+ * side is out of line unless CONFIG_INLINE_{READ,WRITE}_LOCK, the unlock
+ * side is inlined when CONFIG_INLINE_{READ,WRITE}_UNLOCK (the default
+ * without preemption), exactly as for the kernel's rwlock_t.
+ */
+#ifdef CONFIG_INLINE_READ_LOCK
+static __always_inline
+#else
+static noinline
+#endif
+void QRWB_F(read_lock)(struct qrwlock *lock)
+{
+	preempt_disable();
+	QRWB_F(queued_read_lock)(lock);
+}
+
+#ifdef CONFIG_INLINE_WRITE_LOCK
+static __always_inline
+#else
+static noinline
+#endif
+void QRWB_F(write_lock)(struct qrwlock *lock)
+{
+	preempt_disable();
+	QRWB_F(queued_write_lock)(lock);
+}
+
+#ifdef CONFIG_INLINE_READ_UNLOCK
+static __always_inline
+#else
+static noinline
+#endif
+void QRWB_F(read_unlock)(struct qrwlock *lock)
+{
+	QRWB_F(queued_read_unlock)(lock);
+	preempt_enable();
+}
+
+#ifdef CONFIG_INLINE_WRITE_UNLOCK
+static __always_inline
+#else
+static noinline
+#endif
+void QRWB_F(write_unlock)(struct qrwlock *lock)
+{
+	QRWB_F(queued_write_unlock)(lock);
+	preempt_enable();
+}
+
+#define QRWB_RLOCK(b)		QRWB_F(read_lock)(&(b)->mlock)
+#define QRWB_RUNLOCK(b)		QRWB_F(read_unlock)(&(b)->mlock)
+#define QRWB_WLOCK(b)		QRWB_F(write_lock)(&(b)->mlock)
+#define QRWB_WUNLOCK(b)		QRWB_F(write_unlock)(&(b)->mlock)
+
+#elif QRWB_LK_KIND == QRWB_KIND_KERNEL
+
+#define QRWB_RLOCK(b)		read_lock(&(b)->klock)
+#define QRWB_RUNLOCK(b)		read_unlock(&(b)->klock)
+#define QRWB_WLOCK(b)		write_lock(&(b)->klock)
+#define QRWB_WUNLOCK(b)		write_unlock(&(b)->klock)
+
+#elif QRWB_LK_KIND == QRWB_KIND_NONE
+
+#define QRWB_RLOCK(b)		do { } while (0)
+#define QRWB_RUNLOCK(b)		do { } while (0)
+#define QRWB_WLOCK(b)		do { } while (0)
+#define QRWB_WUNLOCK(b)		do { } while (0)
+
+#else
+#error "QRWB_LK_KIND must be QRWB_KIND_NONE, _KERNEL or _MODULE"
+#endif
+
+#if QRWB_LK_MB
+/* the injected cost of aa_inject_mb=1: one full barrier per lock+unlock */
+#define QRWB_LK_INJECT()	smp_mb()
+#else
+#define QRWB_LK_INJECT()	do { } while (0)
+#endif
+
+/*
+ * The exclusion checker uses relaxed atomics so that it adds no ordering
+ * of its own (on x86 every atomic RMW is fully ordered anyway).
+ */
+static __always_inline unsigned long qrwb_chk_wenter(struct qrwb_lockbox *b)
+{
+	unsigned long bad = 0;
+
+	if (atomic_inc_return_relaxed(&b->chk.writers) != 1)
+		bad = 1;
+	if (atomic_read(&b->chk.readers))
+		bad = 1;
+	return bad;
+}
+
+static __always_inline void qrwb_chk_wexit(struct qrwb_lockbox *b)
+{
+	atomic_dec(&b->chk.writers);
+}
+
+static __always_inline unsigned long qrwb_chk_renter(struct qrwb_lockbox *b)
+{
+	atomic_inc(&b->chk.readers);
+	return atomic_read(&b->chk.writers) != 0;
+}
+
+static __always_inline void qrwb_chk_rexit(struct qrwb_lockbox *b)
+{
+	atomic_dec(&b->chk.readers);
+}
+
+/*
+ * n iterations of: choose read or write (per-thread xorshift64 against
+ * wthresh), lock, cs_work units on the protected lines (a load, for a
+ * writer a load and a store, cycling over cs_lines lines), unlock, then
+ * think_work units of private arithmetic.
+ */
+static noinline __aligned(64) void QRWB_F(loop)(struct qrwb_rwctx *c,
+						unsigned long n)
+{
+	struct qrwb_lockbox *b = c->box;
+	const unsigned int wthresh = c->wthresh;
+	const unsigned int cs_work = c->cs_work;
+	const unsigned int think_work = c->think_work;
+	const unsigned int cs_lines = c->cs_lines;
+	const unsigned int check = c->check;
+	unsigned long reads = 0, writes = 0, viol = 0;
+	unsigned long sink = c->sink;
+	u64 x = c->rng;
+	unsigned long i;
+	unsigned int u, l;
+
+	for (i = 0; i < n; i++) {
+		x = qrwb_xorshift(x);
+		l = 0;
+		if (qrwb_pct(x) < wthresh) {
+			QRWB_WLOCK(b);
+			QRWB_LK_INJECT();
+			if (check)
+				viol += qrwb_chk_wenter(b);
+			for (u = 0; u < cs_work; u++) {
+				WRITE_ONCE(b->data[l].w, READ_ONCE(b->data[l].w) + 1);
+				if (++l == cs_lines)
+					l = 0;
+			}
+			if (check)
+				qrwb_chk_wexit(b);
+			QRWB_WUNLOCK(b);
+			writes++;
+		} else {
+			QRWB_RLOCK(b);
+			QRWB_LK_INJECT();
+			if (check)
+				viol += qrwb_chk_renter(b);
+			for (u = 0; u < cs_work; u++) {
+				sink += READ_ONCE(b->data[l].w);
+				if (++l == cs_lines)
+					l = 0;
+			}
+			if (check)
+				qrwb_chk_rexit(b);
+			QRWB_RUNLOCK(b);
+			reads++;
+		}
+		for (u = 0; u < think_work; u++) {
+			sink = sink * 6364136223846793005UL + 1442695040888963407UL;
+			OPTIMIZER_HIDE_VAR(sink);
+		}
+	}
+	c->rng = x;
+	c->sink = sink;
+	c->reads += reads;
+	c->writes += writes;
+	c->viol += viol;
+}
+
+const qrwb_rwloop_fn QRWB_PASTE(qrwb_rwloop_, QRWB_LK_NAME) = QRWB_F(loop);

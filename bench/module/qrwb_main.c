@@ -1,0 +1,1312 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qrwbench: what memory ordering costs in queued rwlocks and atomics.
+ *
+ * The benchmark runs synchronously in module_init and leaves its records
+ * (docs/records.md, schema 1) in /proc/qrwbench for the guest's init to
+ * copy to the console. Bad parameters make module_init fail with -EINVAL
+ * after one "qrwbench: refused: <reason>" line.
+ *
+ * Harness: one kthread per measuring CPU, bound, released together by a
+ * start barrier; every thread calls the measured loop through a function
+ * pointer once per batch and reads the clock only between batches. The
+ * loops themselves are generated per op, ordering and copy from
+ * qrwb_ops.def (qrwb_loops.h) and per lock implementation from one
+ * template (qrwb_lock_tmpl.h).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/cpumask.h>
+#include <linux/crc32.h>
+#include <linux/delay.h>
+#include <linux/kernel.h>
+#include <linux/kthread.h>
+#include <linux/log2.h>
+#include <linux/math64.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/proc_fs.h>
+#include <linux/random.h>
+#include <linux/sched.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/utsname.h>
+#include <linux/vmalloc.h>
+#include <linux/wait.h>
+
+#include "qrwbench.h"
+
+#define QRWB_SCHEMA		1
+#define QRWB_PREFIX		"@@QRWB "
+#define QRWB_MAX_JSON		4096
+#define QRWB_MAX_THREADS	NR_CPUS
+
+/* batch calibration: clock reads cost at most 1/QRWB_CLOCK_SHARE of a batch */
+#define QRWB_CLOCK_SHARE	200
+#define QRWB_MIN_BATCH		16UL
+#define QRWB_MAX_BATCH		((unsigned long)SZ_16M)
+#define QRWB_CAL_NS		(200 * NSEC_PER_USEC)
+
+/* ------------------------------------------------------------------ */
+/* parameters: every one a string, parsed and checked in qrwb_parse() */
+
+#define QRWB_SPARAM(n, def, desc)					\
+	static char *qrwb_arg_##n;					\
+	module_param_named(n, qrwb_arg_##n, charp, 0444);		\
+	MODULE_PARM_DESC(n, desc " (default " def ")");
+#define QRWB_UPARAM(n, def, lo, hi, desc)				\
+	static char *qrwb_arg_##n;					\
+	module_param_named(n, qrwb_arg_##n, charp, 0444);		\
+	MODULE_PARM_DESC(n, desc " (default " #def ", valid " #lo ".." #hi ")");
+#include "qrwb_params.def"
+#undef QRWB_SPARAM
+#undef QRWB_UPARAM
+
+static struct qrwb_cfg {
+#define QRWB_SPARAM(n, def, desc)		const char *n;
+#define QRWB_UPARAM(n, def, lo, hi, desc)	u64 n;
+#include "qrwb_params.def"
+#undef QRWB_SPARAM
+#undef QRWB_UPARAM
+} cfg;
+
+/* the parameter table, for parsing and for the begin record */
+static const struct qrwb_pdesc {
+	const char *name;
+	char **arg;
+	const char *sdef;	/* string parameter: its default */
+	u64 def, lo, hi;	/* integer parameter */
+	const char **sval;
+	u64 *uval;
+} qrwb_pdescs[] = {
+#define QRWB_SPARAM(n, def, desc)					\
+	{ #n, &qrwb_arg_##n, def, 0, 0, 0, &cfg.n, NULL },
+#define QRWB_UPARAM(n, def, lo, hi, desc)				\
+	{ #n, &qrwb_arg_##n, NULL, def, lo, hi, NULL, &cfg.n },
+#include "qrwb_params.def"
+#undef QRWB_SPARAM
+#undef QRWB_UPARAM
+};
+
+/* ------------------------------------------------------------------ */
+/* the op table, once more: names for the records */
+
+/* in enum qrwb_op_id order: both come from the same rows */
+static const char * const qrwb_op_name[QRWB_NOPS] = {
+#define QRWB_OP(op, ord, stmt)	#op,
+#include "qrwb_ops.def"
+#undef QRWB_OP
+};
+
+static const char * const qrwb_op_ord[QRWB_NOPS] = {
+#define QRWB_OP(op, ord, stmt)	#ord,
+#include "qrwb_ops.def"
+#undef QRWB_OP
+};
+
+static const char * const qrwb_rw_variant[QRWB_RW_N] = {
+	[QRWB_RW_FULL_C0]	= "full",
+	[QRWB_RW_ACQREL_C0]	= "acqrel",
+	[QRWB_RW_ACQREL_C1]	= "acqrel",
+	[QRWB_RW_RELAXED_C0]	= "relaxed",
+};
+
+static const char *qrwb_kernel_variant(void)
+{
+	if (IS_ENABLED(CONFIG_QRWLOCK_ORDERING_FULL))
+		return "full";
+	if (IS_ENABLED(CONFIG_QRWLOCK_ORDERING_ACQREL))
+		return "acqrel";
+	if (IS_ENABLED(CONFIG_QRWLOCK_ORDERING_RELAXED))
+		return "relaxed";
+	return "unpatched";
+}
+
+#if defined(CONFIG_X86_64)
+#define QRWB_ARCH	"x86_64"
+#elif defined(CONFIG_ARM64)
+#define QRWB_ARCH	"arm64"
+#else
+#error "qrwbench supports x86_64 and arm64"
+#endif
+
+enum { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG };
+
+/* ------------------------------------------------------------------ */
+/* run state */
+
+/* one entry of a rep's shuffled list */
+struct qrwb_ent {
+	u16 id;		/* atomics: enum qrwb_op_id; rwlock: enum qrwb_rw_id */
+	u8 copy;
+	u8 percpu;
+};
+
+/* what one measurement produced */
+struct qrwb_res {
+	u64 ns;
+	u64 ops;
+	u64 reads;
+	u64 writes;
+	u64 viol;
+	unsigned long batch;
+	unsigned int order;
+};
+
+struct qrwb_job {
+	qrwb_loop_fn aloop;	/* atomics, or NULL */
+	qrwb_rwloop_fn rloop;	/* rwlock */
+	unsigned long batch;
+	bool percpu;
+	unsigned int nthreads;
+	u64 warm_ns;
+	u64 dur_ns;
+	atomic_t arrived ____cacheline_aligned;
+	int go;
+	u64 t_start;
+	u64 t_end;
+	atomic_t remaining ____cacheline_aligned;
+	unsigned long gen ____cacheline_aligned;
+};
+
+struct qrwb_worker {
+	struct task_struct *task;
+	unsigned int idx;
+	unsigned long seen;
+	struct qrwb_rwctx rw;
+	u64 ops;
+	u64 reads;
+	u64 writes;
+	u64 viol;
+	u64 t_first;
+	u64 t_last;
+} __aligned(QRWB_LINE);
+
+static struct qrwb_job qrwb_job;
+static struct qrwb_worker qrwb_workers[QRWB_MAX_THREADS];
+static DECLARE_COMPLETION(qrwb_run_done);
+static int qrwb_run_ret;
+static int qrwb_quit;
+static unsigned int qrwb_nthreads;
+static int qrwb_workload;
+static u64 qrwb_seed;
+static u64 qrwb_rng;		/* splitmix64 state of the run order */
+static u64 qrwb_clock_ps;	/* cost of one ktime_get_ns() */
+static u64 qrwb_sum_window_ns, qrwb_sum_job_ns, qrwb_njobs;
+static u64 qrwb_sum_start_ns, qrwb_sum_tail_ns, qrwb_sum_wake_ns;
+
+/* slot 0: shared by all threads; slot 1 + t: thread t's own */
+static struct qrwb_slot qrwb_slots[QRWB_MAX_THREADS + 1];
+static struct qrwb_lockbox *qrwb_boxes;
+static bool qrwb_op_selected[QRWB_NOPS];
+static unsigned long qrwb_op_batch[QRWB_NOPS];
+
+/* per rep: entries, results, per-thread counts [entry][thread] */
+static struct qrwb_ent *qrwb_ents;
+static struct qrwb_res *qrwb_res;
+static u64 *qrwb_pt_ops, *qrwb_pt_reads, *qrwb_pt_writes;
+static unsigned int qrwb_nents;
+
+/* output: the records, as /proc/qrwbench shows them */
+static struct {
+	char *buf;
+	size_t len;
+	size_t cap;
+	u32 crc;
+	unsigned int nrec;
+} qrwb_out;
+
+static char qrwb_rec[QRWB_MAX_JSON + 256];
+static size_t qrwb_rec_len;
+static bool qrwb_rec_first;
+static bool qrwb_rec_overflow;
+
+static struct proc_dir_entry *qrwb_proc;
+
+/* ------------------------------------------------------------------ */
+/* PRNG for the run order and per-thread seeds */
+
+static u64 qrwb_splitmix(u64 *state)
+{
+	u64 z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* uniform in 0..n-1 */
+static u32 qrwb_below(u32 n)
+{
+	return (u32)(((qrwb_splitmix(&qrwb_rng) >> 32) * n) >> 32);
+}
+
+static void qrwb_shuffle(struct qrwb_ent *e, unsigned int n)
+{
+	unsigned int i, k;
+	struct qrwb_ent t;
+
+	for (i = n - 1; i > 0; i--) {
+		k = qrwb_below(i + 1);
+		t = e[i];
+		e[i] = e[k];
+		e[k] = t;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* records */
+
+static void qrwb_rec_add(const char *fmt, ...) __printf(1, 2);
+static void qrwb_rec_add(const char *fmt, ...)
+{
+	size_t room = sizeof(qrwb_rec) - qrwb_rec_len;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(qrwb_rec + qrwb_rec_len, room, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= room) {
+		qrwb_rec_overflow = true;
+		return;
+	}
+	qrwb_rec_len += n;
+}
+
+static void qrwb_key(const char *key)
+{
+	qrwb_rec_add("%s\"%s\":", qrwb_rec_first ? "" : ",", key);
+	qrwb_rec_first = false;
+}
+
+static void qrwb_kstr(const char *key, const char *val)
+{
+	const char *p;
+
+	qrwb_key(key);
+	qrwb_rec_add("\"");
+	for (p = val; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			qrwb_rec_add("\\%c", *p);
+		else if (*p >= 0x20 && *p < 0x7f)
+			qrwb_rec_add("%c", *p);
+		else
+			qrwb_rec_add("?");
+	}
+	qrwb_rec_add("\"");
+}
+
+static void qrwb_ku64(const char *key, u64 val)
+{
+	qrwb_key(key);
+	qrwb_rec_add("%llu", val);
+}
+
+static void qrwb_ks64(const char *key, s64 val)
+{
+	qrwb_key(key);
+	qrwb_rec_add("%lld", val);
+}
+
+/* key: [v[0*stride], v[1*stride], ...], one per thread */
+static void qrwb_klist(const char *key, const u64 *v)
+{
+	unsigned int t;
+
+	qrwb_key(key);
+	qrwb_rec_add("[");
+	for (t = 0; t < qrwb_nthreads; t++)
+		qrwb_rec_add("%s%llu", t ? "," : "", v[t]);
+	qrwb_rec_add("]");
+}
+
+static void qrwb_rec_start(const char *type)
+{
+	qrwb_rec_len = 0;
+	qrwb_rec_first = true;
+	qrwb_rec_overflow = false;
+	qrwb_rec_add("{");
+	qrwb_kstr("type", type);
+	qrwb_ku64("schema", QRWB_SCHEMA);
+}
+
+static int qrwb_out_put(const char *s, size_t len)
+{
+	if (qrwb_out.len + len > qrwb_out.cap) {
+		size_t cap = max(2 * qrwb_out.cap, qrwb_out.len + len + 4096);
+		char *nbuf = vmalloc(cap);
+
+		if (!nbuf)
+			return -ENOMEM;
+		if (qrwb_out.len)
+			memcpy(nbuf, qrwb_out.buf, qrwb_out.len);
+		vfree(qrwb_out.buf);
+		qrwb_out.buf = nbuf;
+		qrwb_out.cap = cap;
+	}
+	memcpy(qrwb_out.buf + qrwb_out.len, s, len);
+	qrwb_out.len += len;
+	return 0;
+}
+
+/* close the record, append "@@QRWB <json>\n" and fold it into the crc */
+static int qrwb_rec_emit(bool count)
+{
+	int ret;
+
+	qrwb_rec_add("}");
+	if (qrwb_rec_overflow || qrwb_rec_len > QRWB_MAX_JSON) {
+		pr_err("record longer than %d bytes (threads=%u)\n",
+		       QRWB_MAX_JSON, qrwb_nthreads);
+		return -E2BIG;
+	}
+	ret = qrwb_out_put(QRWB_PREFIX, strlen(QRWB_PREFIX));
+	if (!ret)
+		ret = qrwb_out_put(qrwb_rec, qrwb_rec_len);
+	if (!ret)
+		ret = qrwb_out_put("\n", 1);
+	if (ret)
+		return ret;
+	if (count) {
+		qrwb_out.crc = crc32_le(qrwb_out.crc, qrwb_rec, qrwb_rec_len);
+		qrwb_out.crc = crc32_le(qrwb_out.crc, "\n", 1);
+		qrwb_out.nrec++;
+	}
+	return 0;
+}
+
+static int qrwb_emit_begin(void)
+{
+	unsigned int i;
+
+	qrwb_out.crc = ~0U;
+	qrwb_rec_start("begin");
+	qrwb_kstr("arch", QRWB_ARCH);
+	qrwb_kstr("kernel_variant", qrwb_kernel_variant());
+	qrwb_kstr("kernel_release", utsname()->release);
+	qrwb_kstr("workload", cfg.workload);
+	qrwb_ku64("seed", qrwb_seed);
+	qrwb_ku64("online_cpus", num_online_cpus());
+	qrwb_ku64("threads", qrwb_nthreads);
+	qrwb_key("params");
+	qrwb_rec_first = true;
+	qrwb_rec_add("{");
+	for (i = 0; i < ARRAY_SIZE(qrwb_pdescs); i++) {
+		const struct qrwb_pdesc *d = &qrwb_pdescs[i];
+
+		if (d->sval)
+			qrwb_kstr(d->name, *d->sval);
+		else
+			qrwb_ku64(d->name, *d->uval);
+	}
+	qrwb_rec_add("}");
+	qrwb_rec_first = false;
+	return qrwb_rec_emit(true);
+}
+
+static int qrwb_emit_end(void)
+{
+	char crc[9];
+
+	snprintf(crc, sizeof(crc), "%08x", qrwb_out.crc ^ ~0U);
+	qrwb_rec_start("end");
+	qrwb_ku64("records", qrwb_out.nrec);
+	qrwb_kstr("crc32", crc);
+	return qrwb_rec_emit(false);
+}
+
+/* harness cost per op and thread, in picoseconds */
+static u64 qrwb_per_op_ps(const struct qrwb_res *r)
+{
+	if (!r || !r->ops)
+		return 0;
+	return div64_u64(r->ns * qrwb_nthreads * 1000, r->ops);
+}
+
+static int qrwb_emit_rep(unsigned int rep)
+{
+	const struct qrwb_res *ovh[2] = { NULL, NULL };
+	unsigned int k;
+	int ret;
+
+	/* overhead: the rep's empty (atomics, copy 0, same placement) or no-lock harness */
+	for (k = 0; k < qrwb_nents; k++) {
+		const struct qrwb_ent *e = &qrwb_ents[k];
+
+		if (qrwb_workload == QRWB_W_ATOMICS &&
+		    e->id == QRWB_ID_empty_relaxed && e->copy == 0)
+			ovh[e->percpu] = &qrwb_res[k];
+		if (qrwb_workload == QRWB_W_RWLOCK && e->id == QRWB_RW_NONE)
+			ovh[0] = &qrwb_res[k];
+	}
+
+	for (k = 0; k < qrwb_nents; k++) {
+		const struct qrwb_ent *e = &qrwb_ents[k];
+		const struct qrwb_res *r = &qrwb_res[k];
+		const u64 *pt = qrwb_pt_ops + (size_t)k * qrwb_nthreads;
+
+		if (qrwb_workload == QRWB_W_RWLOCK && e->id == QRWB_RW_NONE)
+			continue;
+		qrwb_rec_start("result");
+		qrwb_kstr("workload", cfg.workload);
+		if (qrwb_workload == QRWB_W_ATOMICS) {
+			qrwb_kstr("impl", "inline");
+			qrwb_kstr("op", qrwb_op_name[e->id]);
+			qrwb_kstr("variant", qrwb_op_ord[e->id]);
+		} else {
+			qrwb_kstr("impl", e->id == QRWB_RW_KERNEL ? "kernel" : "module");
+			qrwb_kstr("op", "rwlock");
+			qrwb_kstr("variant", e->id == QRWB_RW_KERNEL ?
+				  qrwb_kernel_variant() : qrwb_rw_variant[e->id]);
+		}
+		qrwb_ku64("copy", e->copy);
+		qrwb_kstr("placement", e->percpu ? "percpu" : "shared");
+		qrwb_ku64("rep", rep);
+		qrwb_ku64("order", r->order);
+		qrwb_ku64("threads", qrwb_nthreads);
+		qrwb_ku64("ns", r->ns);
+		qrwb_ku64("ops", r->ops);
+		qrwb_klist("per_thread_ops", pt);
+		qrwb_ku64("overhead_ps", qrwb_per_op_ps(ovh[e->percpu]));
+		qrwb_ku64("batch", r->batch);
+		if (qrwb_workload == QRWB_W_RWLOCK) {
+			qrwb_ku64("reads", r->reads);
+			qrwb_ku64("writes", r->writes);
+			qrwb_klist("per_thread_reads",
+				   qrwb_pt_reads + (size_t)k * qrwb_nthreads);
+			qrwb_klist("per_thread_writes",
+				   qrwb_pt_writes + (size_t)k * qrwb_nthreads);
+			qrwb_ku64("write_pct", cfg.write_pct);
+			qrwb_ku64("nlocks", cfg.nlocks);
+			qrwb_ku64("cs_work", cfg.cs_work);
+			qrwb_ku64("think_work", cfg.think_work);
+			qrwb_ku64("cs_lines", cfg.cs_lines);
+			qrwb_ks64("violations", cfg.check_exclusion ? (s64)r->viol : -1);
+		}
+		ret = qrwb_rec_emit(true);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* workers and the measurement */
+
+static void qrwb_measure(struct qrwb_worker *w)
+{
+	struct qrwb_job *j = &qrwb_job;
+	struct qrwb_slot *s = j->percpu ? &qrwb_slots[1 + w->idx] : &qrwb_slots[0];
+	const qrwb_loop_fn aloop = j->aloop;
+	const qrwb_rwloop_fn rloop = j->rloop;
+	const unsigned long batch = j->batch;
+	struct qrwb_rwctx *c = &w->rw;
+	u64 now, t_start, t_end, ops = 0;
+	unsigned long r0, w0;
+
+	/* start barrier: the last thread to arrive sets the window */
+	if (atomic_inc_return(&j->arrived) == j->nthreads) {
+		now = ktime_get_ns();
+		j->t_start = now + j->warm_ns;
+		j->t_end = j->t_start + j->dur_ns;
+		/* publishes t_start/t_end to the threads spinning below */
+		smp_store_release(&j->go, 1);
+	} else {
+		/*
+		 * Pairs with the release above. cond_resched(): a CPU that
+		 * waits here must still let stop_machine() and the like run,
+		 * or a thread they hold would never arrive.
+		 */
+		while (!smp_load_acquire(&j->go)) {
+			cond_resched();
+			cpu_relax();
+		}
+	}
+	t_start = j->t_start;
+	t_end = j->t_end;
+
+	/* warm-up: at least one batch */
+	do {
+		if (aloop)
+			aloop(s, batch);
+		else
+			rloop(c, batch);
+		now = ktime_get_ns();
+	} while (now < t_start);
+
+	w->t_first = now;
+	r0 = c->reads;
+	w0 = c->writes;
+	do {
+		if (aloop)
+			aloop(s, batch);
+		else
+			rloop(c, batch);
+		ops += batch;
+		now = ktime_get_ns();
+	} while (now < t_end);
+	w->t_last = now;
+	w->ops = ops;
+	w->reads = c->reads - r0;
+	w->writes = c->writes - w0;
+	w->viol = c->viol;
+}
+
+static int qrwb_run(void);
+
+/*
+ * Thread 0 (the leader) runs the whole benchmark: it publishes each job,
+ * measures its own share and collects everyone's. The others spin on the
+ * job generation between measurements, with cond_resched(), so that no
+ * measurement waits for a cross-CPU wakeup (under TCG those took a timer
+ * tick, 4 ms and more, per measurement).
+ */
+static int qrwb_worker_fn(void *arg)
+{
+	struct qrwb_worker *w = arg;
+	unsigned long gen;
+
+	if (w->idx == 0) {
+		qrwb_run_ret = qrwb_run();
+		/* release: the followers stop spinning */
+		smp_store_release(&qrwb_quit, 1);
+		complete(&qrwb_run_done);
+	} else {
+		for (;;) {
+			/* acquire: the job's fields are read after gen */
+			gen = smp_load_acquire(&qrwb_job.gen);
+			if (gen != w->seen) {
+				w->seen = gen;
+				qrwb_measure(w);
+				/* release: the results above, for the leader */
+				atomic_dec_return_release(&qrwb_job.remaining);
+				continue;
+			}
+			/* acquire: pairs with the leader's release of quit */
+			if (smp_load_acquire(&qrwb_quit))
+				break;
+			cond_resched();
+			cpu_relax();
+		}
+	}
+	/* a kthread must not exit before kthread_stop() */
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+	return 0;
+}
+
+static void qrwb_stop_workers(void)
+{
+	unsigned int t;
+
+	for (t = 0; t < qrwb_nthreads; t++) {
+		if (qrwb_workers[t].task)
+			kthread_stop(qrwb_workers[t].task);
+		qrwb_workers[t].task = NULL;
+	}
+}
+
+static int qrwb_start_workers(void)
+{
+	unsigned int t = 0, cpu;
+	struct task_struct *task;
+
+	for_each_online_cpu(cpu) {
+		struct qrwb_worker *w;
+
+		if (t == qrwb_nthreads)
+			break;
+		w = &qrwb_workers[t];
+		w->idx = t;
+		w->seen = 0;
+		task = kthread_create_on_cpu(qrwb_worker_fn, w, cpu, "qrwb/%u");
+		if (IS_ERR(task)) {
+			qrwb_stop_workers();
+			return PTR_ERR(task);
+		}
+		w->task = task;
+		t++;
+	}
+	/* the followers first, so that they are spinning when jobs come */
+	while (t--)
+		wake_up_process(qrwb_workers[t].task);
+	return 0;
+}
+
+/* leader: run the job on all workers; sums into r and the per-thread arrays */
+static void qrwb_run_job(struct qrwb_res *r, u64 *pt_ops, u64 *pt_reads,
+			 u64 *pt_writes)
+{
+	struct qrwb_job *j = &qrwb_job;
+	u64 first = U64_MAX, last = 0, t0 = ktime_get_ns();
+	unsigned int t;
+
+	j->nthreads = qrwb_nthreads;
+	j->warm_ns = cfg.warmup_ms * NSEC_PER_MSEC;
+	j->dur_ns = cfg.duration_ms * NSEC_PER_MSEC;
+	atomic_set(&j->arrived, 0);
+	j->go = 0;
+	atomic_set(&j->remaining, qrwb_nthreads - 1);
+	/* release: the job's fields above are seen by whoever sees gen */
+	smp_store_release(&j->gen, j->gen + 1);
+	qrwb_measure(&qrwb_workers[0]);
+	/* acquire: pairs with the followers' release of remaining */
+	while (atomic_read_acquire(&j->remaining)) {
+		cond_resched();
+		cpu_relax();
+	}
+
+	r->ops = 0;
+	r->reads = 0;
+	r->writes = 0;
+	r->viol = 0;
+	r->batch = j->batch;
+	for (t = 0; t < qrwb_nthreads; t++) {
+		struct qrwb_worker *w = &qrwb_workers[t];
+
+		first = min(first, w->t_first);
+		last = max(last, w->t_last);
+		r->ops += w->ops;
+		r->reads += w->reads;
+		r->writes += w->writes;
+		r->viol += w->viol;
+		pt_ops[t] = w->ops;
+		if (pt_reads)
+			pt_reads[t] = w->reads;
+		if (pt_writes)
+			pt_writes[t] = w->writes;
+	}
+	r->ns = last - first;
+	qrwb_sum_window_ns += r->ns;
+	qrwb_sum_job_ns += ktime_get_ns() - t0;
+	qrwb_sum_start_ns += j->t_start - j->warm_ns - t0;
+	qrwb_sum_tail_ns += last - j->t_end;
+	qrwb_sum_wake_ns += ktime_get_ns() - last;
+	qrwb_njobs++;
+}
+
+/* ------------------------------------------------------------------ */
+/* calibration */
+
+static u64 qrwb_measure_clock_ps(void)
+{
+	u64 best = U64_MAX, t0, t1;
+	unsigned int k, i;
+
+	for (k = 0; k < 5; k++) {
+		t0 = ktime_get_ns();
+		for (i = 0; i < 1000; i++)
+			(void)ktime_get_ns();
+		t1 = ktime_get_ns();
+		best = min(best, t1 - t0);	/* ns per 1000 reads = ps per read */
+	}
+	return max_t(u64, best, 1);
+}
+
+/* single-thread cost of one op in ps; aloop on s, or rloop on c */
+static u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
+			qrwb_rwloop_fn rloop, struct qrwb_rwctx *c)
+{
+	unsigned long n = 64;
+	u64 t0, t, best = U64_MAX;
+	unsigned int k;
+
+	for (;;) {
+		t0 = ktime_get_ns();
+		if (aloop)
+			aloop(s, n);
+		else
+			rloop(c, n);
+		t = ktime_get_ns() - t0;
+		if (t >= QRWB_CAL_NS || n >= QRWB_MAX_BATCH)
+			break;
+		n *= 2;
+	}
+	for (k = 0; k < 3; k++) {
+		t0 = ktime_get_ns();
+		if (aloop)
+			aloop(s, n);
+		else
+			rloop(c, n);
+		best = min(best, ktime_get_ns() - t0);
+		cond_resched();
+	}
+	return max_t(u64, div64_u64(best * 1000, n), 1);
+}
+
+static unsigned long qrwb_batch_for(u64 cost_ps)
+{
+	u64 b = div64_u64(qrwb_clock_ps * QRWB_CLOCK_SHARE + cost_ps - 1, cost_ps);
+
+	b = clamp_t(u64, b, QRWB_MIN_BATCH, QRWB_MAX_BATCH);
+	return roundup_pow_of_two((unsigned long)b);
+}
+
+/* atomics: one batch per op name (all orderings and copies share it) */
+static void qrwb_calibrate_atomics(void)
+{
+	static u64 cost[QRWB_NOPS];
+	unsigned long bmin = ULONG_MAX, bmax = 0;
+	unsigned int i, k;
+
+	for (i = 0; i < QRWB_NOPS; i++) {
+		if (qrwb_op_selected[i])
+			cost[i] = qrwb_cost_ps(qrwb_loops_c0[i], &qrwb_slots[1],
+					       NULL, NULL);
+	}
+	for (i = 0; i < QRWB_NOPS; i++) {
+		u64 c = U64_MAX;
+
+		if (!qrwb_op_selected[i])
+			continue;
+		if (cfg.batch) {
+			qrwb_op_batch[i] = cfg.batch;
+			continue;
+		}
+		for (k = 0; k < QRWB_NOPS; k++)
+			if (qrwb_op_selected[k] &&
+			    !strcmp(qrwb_op_name[k], qrwb_op_name[i]))
+				c = min(c, cost[k]);
+		qrwb_op_batch[i] = qrwb_batch_for(c);
+		bmin = min(bmin, qrwb_op_batch[i]);
+		bmax = max(bmax, qrwb_op_batch[i]);
+	}
+	pr_info("clock read %llu ps; empty op %llu ps; batch %lu..%lu%s\n",
+		qrwb_clock_ps, cost[QRWB_ID_empty_relaxed],
+		cfg.batch ? (unsigned long)cfg.batch : bmin,
+		cfg.batch ? (unsigned long)cfg.batch : bmax,
+		cfg.batch ? " (batch= given)" : "");
+}
+
+/* ------------------------------------------------------------------ */
+/* atomics workload */
+
+static int qrwb_alloc_rep(unsigned int nents, bool rw)
+{
+	size_t npt = (size_t)nents * qrwb_nthreads;
+
+	qrwb_nents = nents;
+	qrwb_ents = kvcalloc(nents, sizeof(*qrwb_ents), GFP_KERNEL);
+	qrwb_res = kvcalloc(nents, sizeof(*qrwb_res), GFP_KERNEL);
+	qrwb_pt_ops = kvcalloc(npt, sizeof(u64), GFP_KERNEL);
+	if (rw) {
+		qrwb_pt_reads = kvcalloc(npt, sizeof(u64), GFP_KERNEL);
+		qrwb_pt_writes = kvcalloc(npt, sizeof(u64), GFP_KERNEL);
+	}
+	if (!qrwb_ents || !qrwb_res || !qrwb_pt_ops ||
+	    (rw && (!qrwb_pt_reads || !qrwb_pt_writes)))
+		return -ENOMEM;
+	return 0;
+}
+
+static void qrwb_free_rep(void)
+{
+	kvfree(qrwb_ents);
+	kvfree(qrwb_res);
+	kvfree(qrwb_pt_ops);
+	kvfree(qrwb_pt_reads);
+	kvfree(qrwb_pt_writes);
+	qrwb_ents = NULL;
+	qrwb_res = NULL;
+	qrwb_pt_ops = NULL;
+	qrwb_pt_reads = NULL;
+	qrwb_pt_writes = NULL;
+}
+
+static void qrwb_fill_atomics(void)
+{
+	bool shared = strcmp(cfg.placement, "percpu") != 0;
+	bool percpu = strcmp(cfg.placement, "shared") != 0;
+	unsigned int i, copy, n = 0;
+
+	for (i = 0; i < QRWB_NOPS; i++) {
+		if (!qrwb_op_selected[i])
+			continue;
+		for (copy = 0; copy < 2; copy++) {
+			if (shared)
+				qrwb_ents[n++] = (struct qrwb_ent){ i, copy, 0 };
+			if (percpu)
+				qrwb_ents[n++] = (struct qrwb_ent){ i, copy, 1 };
+		}
+	}
+}
+
+static int qrwb_run_atomics(void)
+{
+	unsigned int nsel = 0, nplace, i, rep, k;
+	int ret;
+
+	for (i = 0; i < QRWB_NOPS; i++)
+		nsel += qrwb_op_selected[i];
+	nplace = strcmp(cfg.placement, "both") ? 1 : 2;
+	ret = qrwb_alloc_rep(nsel * 2 * nplace, false);
+	if (ret)
+		return ret;
+
+	qrwb_calibrate_atomics();
+	for (rep = 0; rep < cfg.reps; rep++) {
+		qrwb_fill_atomics();
+		qrwb_shuffle(qrwb_ents, qrwb_nents);
+		for (k = 0; k < qrwb_nents; k++) {
+			const struct qrwb_ent *e = &qrwb_ents[k];
+			const qrwb_loop_fn *tbl = qrwb_loops_c0;
+
+			if (e->copy)
+				tbl = cfg.aa_inject_mb && e->id != QRWB_ID_empty_relaxed ?
+				      qrwb_loops_c1mb : qrwb_loops_c1;
+			qrwb_job.aloop = tbl[e->id];
+			qrwb_job.rloop = NULL;
+			qrwb_job.batch = qrwb_op_batch[e->id];
+			qrwb_job.percpu = e->percpu;
+			qrwb_res[k].order = rep * qrwb_nents + k;
+			qrwb_run_job(&qrwb_res[k],
+				     qrwb_pt_ops + (size_t)k * qrwb_nthreads,
+				     NULL, NULL);
+		}
+		ret = qrwb_emit_rep(rep);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* rwlock workload */
+
+static qrwb_rwloop_fn qrwb_rwloop(unsigned int id)
+{
+	switch (id) {
+	case QRWB_RW_NONE:
+		return qrwb_rwloop_none;
+	case QRWB_RW_KERNEL:
+		return qrwb_rwloop_kernel;
+	case QRWB_RW_FULL_C0:
+		return qrwb_rwloop_full_c0;
+	case QRWB_RW_ACQREL_C0:
+		return qrwb_rwloop_acqrel_c0;
+	case QRWB_RW_ACQREL_C1:
+		return cfg.aa_inject_mb ? qrwb_rwloop_acqrel_c1mb :
+		       qrwb_rwloop_acqrel_c1;
+	default:
+		return qrwb_rwloop_relaxed_c0;
+	}
+}
+
+static void qrwb_reset_locks(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < cfg.nlocks; i++) {
+		struct qrwb_lockbox *b = &qrwb_boxes[i];
+
+		memset(b, 0, sizeof(*b));
+		rwlock_init(&b->klock);
+		b->mlock = (arch_rwlock_t)__ARCH_RW_LOCK_UNLOCKED;
+		atomic_set(&b->chk.writers, 0);
+		atomic_set(&b->chk.readers, 0);
+	}
+}
+
+static unsigned int qrwb_wthresh(unsigned int t)
+{
+	if (cfg.nreaders || cfg.nwriters)
+		return t < cfg.nwriters ? 100 : 0;
+	return cfg.write_pct;
+}
+
+/* per-thread state; the seeds depend on (seed, rep, thread) only, so
+ * every implementation in a rep sees the same read/write sequences
+ */
+static void qrwb_setup_rwctx(struct qrwb_rwctx *c, unsigned int t,
+			     unsigned int rep, unsigned int nlocks)
+{
+	u64 st = qrwb_seed ^ ((u64)rep << 32) ^ ((u64)t << 16) ^ 0x5152574252ULL;
+
+	memset(c, 0, sizeof(*c));
+	c->box = &qrwb_boxes[t % nlocks];
+	c->rng = qrwb_splitmix(&st) | 1;
+	c->wthresh = qrwb_wthresh(t);
+	c->cs_work = cfg.cs_work;
+	c->think_work = cfg.think_work;
+	c->cs_lines = cfg.cs_lines;
+	c->check = cfg.check_exclusion;
+}
+
+static unsigned long qrwb_calibrate_rwlock(const unsigned int *ids,
+					   unsigned int nids)
+{
+	struct qrwb_rwctx c;
+	u64 cost = U64_MAX, none;
+	unsigned long b;
+	unsigned int i;
+
+	qrwb_reset_locks();
+	qrwb_setup_rwctx(&c, 0, 0, 1);
+	none = qrwb_cost_ps(NULL, NULL, qrwb_rwloop(QRWB_RW_NONE), &c);
+	for (i = 0; i < nids; i++) {
+		if (ids[i] == QRWB_RW_NONE)
+			continue;
+		qrwb_setup_rwctx(&c, 0, 0, 1);
+		cost = min(cost, qrwb_cost_ps(NULL, NULL, qrwb_rwloop(ids[i]), &c));
+	}
+	b = cfg.batch ? (unsigned long)cfg.batch : qrwb_batch_for(cost);
+	pr_info("clock read %llu ps; uncontended iteration %llu ps, harness %llu ps; batch %lu%s\n",
+		qrwb_clock_ps, cost, none, b, cfg.batch ? " (batch= given)" : "");
+	return b;
+}
+
+static int qrwb_run_rwlock(void)
+{
+	unsigned int ids[QRWB_RW_N], nids = 0, rep, k, t;
+	unsigned long batch;
+	int ret;
+
+	ids[nids++] = QRWB_RW_NONE;
+	if (strcmp(cfg.impl, "module"))
+		ids[nids++] = QRWB_RW_KERNEL;
+	if (strcmp(cfg.impl, "kernel")) {
+		ids[nids++] = QRWB_RW_FULL_C0;
+		ids[nids++] = QRWB_RW_ACQREL_C0;
+		ids[nids++] = QRWB_RW_ACQREL_C1;
+		ids[nids++] = QRWB_RW_RELAXED_C0;
+	}
+
+	qrwb_boxes = vzalloc(array_size(cfg.nlocks, sizeof(*qrwb_boxes)));
+	if (!qrwb_boxes)
+		return -ENOMEM;
+	ret = qrwb_alloc_rep(nids, true);
+	if (ret)
+		return ret;
+
+	batch = qrwb_calibrate_rwlock(ids, nids);
+	for (rep = 0; rep < cfg.reps; rep++) {
+		for (k = 0; k < nids; k++) {
+			qrwb_ents[k].id = ids[k];
+			qrwb_ents[k].copy = ids[k] == QRWB_RW_ACQREL_C1;
+			qrwb_ents[k].percpu = 0;
+		}
+		qrwb_shuffle(qrwb_ents, qrwb_nents);
+		for (k = 0; k < qrwb_nents; k++) {
+			size_t off = (size_t)k * qrwb_nthreads;
+
+			qrwb_reset_locks();
+			for (t = 0; t < qrwb_nthreads; t++)
+				qrwb_setup_rwctx(&qrwb_workers[t].rw, t, rep,
+						 cfg.nlocks);
+			qrwb_job.aloop = NULL;
+			qrwb_job.rloop = qrwb_rwloop(qrwb_ents[k].id);
+			qrwb_job.batch = batch;
+			qrwb_job.percpu = false;
+			qrwb_res[k].order = rep * qrwb_nents + k;
+			qrwb_run_job(&qrwb_res[k], qrwb_pt_ops + off,
+				     qrwb_pt_reads + off, qrwb_pt_writes + off);
+		}
+		ret = qrwb_emit_rep(rep);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* parameters */
+
+static int qrwb_refuse(const char *fmt, ...) __printf(1, 2);
+static int qrwb_refuse(const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &ap;
+	pr_err("refused: %pV\n", &vaf);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool qrwb_str_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_' || *s == ','))
+			return false;
+	return true;
+}
+
+static int qrwb_parse_one(const struct qrwb_pdesc *d)
+{
+	const char *arg = *d->arg;
+
+	if (d->sval) {
+		*d->sval = (arg && *arg) ? arg : d->sdef;
+		if (!qrwb_str_ok(*d->sval) || strlen(*d->sval) > 1024)
+			return qrwb_refuse(
+				"%s: only a-z, 0-9, '_' and ',' are valid, up to 1024 of them",
+				d->name);
+		return 0;
+	}
+	if (!arg || !*arg) {
+		*d->uval = d->def;
+		return 0;
+	}
+	if (kstrtoull(arg, 0, d->uval))
+		return qrwb_refuse("%s='%.40s' is not an unsigned integer: valid is %llu..%llu",
+				   d->name, arg, d->lo, d->hi);
+	if (*d->uval < d->lo || *d->uval > d->hi)
+		return qrwb_refuse("%s=%llu is out of range: valid is %llu..%llu",
+				   d->name, *d->uval, d->lo, d->hi);
+	return 0;
+}
+
+static int qrwb_parse_oneof(const char *name, const char *val,
+			    const char * const *valid, unsigned int n,
+			    const char *valid_text)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(val, valid[i]))
+			return i;
+	return qrwb_refuse("%s='%.40s' is unknown: valid is %s", name, val,
+			   valid_text);
+}
+
+/* ops=all or a comma-separated list of op names */
+static int qrwb_parse_ops(void)
+{
+	static char names[1024];
+	char list[1025], *p, *tok;
+	size_t len = 0;
+	unsigned int i, k;
+	bool any;
+
+	for (i = 0; i < QRWB_NOPS; i++)
+		qrwb_op_selected[i] = !strcmp(cfg.ops, "all");
+	/* the harness overhead is measured in every rep */
+	qrwb_op_selected[QRWB_ID_empty_relaxed] = true;
+	if (!strcmp(cfg.ops, "all"))
+		return 0;
+
+	strscpy(list, cfg.ops, sizeof(list));
+	p = list;
+	while ((tok = strsep(&p, ","))) {
+		if (!*tok)
+			continue;
+		any = false;
+		for (i = 0; i < QRWB_NOPS; i++) {
+			if (!strcmp(tok, qrwb_op_name[i])) {
+				qrwb_op_selected[i] = true;
+				any = true;
+			}
+		}
+		if (any)
+			continue;
+		for (i = 0; i < QRWB_NOPS; i++) {
+			for (k = 0; k < i; k++)
+				if (!strcmp(qrwb_op_name[k], qrwb_op_name[i]))
+					break;
+			if (k == i)
+				len += scnprintf(names + len, sizeof(names) - len,
+						 "%s%s", len ? " " : "",
+						 qrwb_op_name[i]);
+		}
+		return qrwb_refuse(
+			"ops: unknown op '%.40s': valid is all or a comma-separated list of: %s",
+			tok, names);
+	}
+	return 0;
+}
+
+/*
+ * The harness needs a fine clock: x86 TCG guests without a TSC
+ * calibration reference fall back to jiffies (4 ms steps).
+ */
+static int qrwb_check_clock(void)
+{
+	u64 t0 = ktime_get_ns(), t, step;
+
+	do {
+		t = ktime_get_ns();
+	} while (t == t0);
+	step = t - t0;
+	if (step > 100 * NSEC_PER_USEC)
+		return qrwb_refuse(
+			"the clock advances in steps of %llu us (clocksource jiffies?): valid is under 100 us; x86 TCG guests need tsc_early_khz=<host TSC kHz> tsc=reliable",
+			div_u64(step, NSEC_PER_USEC));
+	return 0;
+}
+
+static int qrwb_parse(void)
+{
+	static const char * const workloads[] = { "atomics", "rwlock", "hang" };
+	static const char * const placements[] = { "both", "shared", "percpu" };
+	static const char * const impls[] = { "all", "kernel", "module" };
+	unsigned int online = num_online_cpus();
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(qrwb_pdescs); i++) {
+		ret = qrwb_parse_one(&qrwb_pdescs[i]);
+		if (ret)
+			return ret;
+	}
+
+	ret = qrwb_parse_oneof("workload", cfg.workload, workloads, 3,
+			       "atomics, rwlock or hang");
+	if (ret < 0)
+		return ret;
+	qrwb_workload = ret;
+	if (qrwb_workload == QRWB_W_HANG)
+		return 0;
+	ret = qrwb_parse_oneof("placement", cfg.placement, placements, 3,
+			       "both, shared or percpu");
+	if (ret < 0)
+		return ret;
+	ret = qrwb_parse_oneof("impl", cfg.impl, impls, 3,
+			       "all, kernel or module");
+	if (ret < 0)
+		return ret;
+	ret = qrwb_parse_ops();
+	if (ret)
+		return ret;
+
+	if (cfg.threads > online)
+		return qrwb_refuse(
+			"threads=%llu exceeds the %u online CPUs: valid is 0 (all online CPUs) or 1..%u",
+			cfg.threads, online, online);
+	if (cfg.nreaders || cfg.nwriters) {
+		u64 sum = cfg.nreaders + cfg.nwriters;
+
+		if (sum > online)
+			return qrwb_refuse(
+				"nreaders=%llu + nwriters=%llu exceeds the %u online CPUs: valid is a sum of 1..%u",
+				cfg.nreaders, cfg.nwriters, online, online);
+		if (cfg.threads && cfg.threads != sum)
+			return qrwb_refuse(
+				"threads=%llu differs from nreaders=%llu + nwriters=%llu: valid is threads=0 or threads=%llu",
+				cfg.threads, cfg.nreaders, cfg.nwriters, sum);
+		qrwb_nthreads = sum;
+	} else {
+		qrwb_nthreads = cfg.threads ? cfg.threads : online;
+	}
+	if (qrwb_nthreads > QRWB_MAX_THREADS)
+		return qrwb_refuse("threads=%u exceeds the module's limit: valid is 1..%u",
+				   qrwb_nthreads, QRWB_MAX_THREADS);
+	return qrwb_check_clock();
+}
+
+/* ------------------------------------------------------------------ */
+/* /proc/qrwbench */
+
+static ssize_t qrwb_proc_read(struct file *file, char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	return simple_read_from_buffer(ubuf, count, ppos, qrwb_out.buf,
+				       qrwb_out.len);
+}
+
+static const struct proc_ops qrwb_proc_ops = {
+	.proc_read	= qrwb_proc_read,
+	.proc_lseek	= default_llseek,
+};
+
+static void qrwb_free_all(void)
+{
+	qrwb_free_rep();
+	vfree(qrwb_boxes);
+	qrwb_boxes = NULL;
+}
+
+/* in thread 0, on the first measuring CPU */
+static int qrwb_run(void)
+{
+	qrwb_clock_ps = qrwb_measure_clock_ps();
+	if (qrwb_workload == QRWB_W_ATOMICS)
+		return qrwb_run_atomics();
+	return qrwb_run_rwlock();
+}
+
+static int __init qrwb_init(void)
+{
+	u64 t0, t1;
+	int ret;
+
+	ret = qrwb_parse();
+	if (ret)
+		return ret;
+
+	if (qrwb_workload == QRWB_W_HANG) {
+		pr_info("workload=hang: sleeping until the machine is stopped\n");
+		for (;;)
+			msleep(1000);
+	}
+
+	qrwb_seed = cfg.seed ? cfg.seed : get_random_u32();
+	qrwb_rng = qrwb_seed;
+	t0 = ktime_get_ns();
+	pr_info("start: workload=%s threads=%u seed=%llu kernel_variant=%s arch=%s\n",
+		cfg.workload, qrwb_nthreads, qrwb_seed, qrwb_kernel_variant(),
+		QRWB_ARCH);
+
+	ret = qrwb_emit_begin();
+	if (ret)
+		goto out;
+	ret = qrwb_start_workers();
+	if (ret)
+		goto out;
+	wait_for_completion(&qrwb_run_done);
+	qrwb_stop_workers();
+	ret = qrwb_run_ret;
+	if (ret)
+		goto out;
+	ret = qrwb_emit_end();
+	if (ret)
+		goto out;
+
+	qrwb_proc = proc_create("qrwbench", 0444, NULL, &qrwb_proc_ops);
+	if (!qrwb_proc) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	t1 = ktime_get_ns();
+	pr_info("done: %u records, %zu bytes in %llu ms; %llu measurements, mean window %llu us, mean wall %llu us\n",
+		qrwb_out.nrec + 1, qrwb_out.len, div_u64(t1 - t0, NSEC_PER_MSEC),
+		qrwb_njobs, div64_u64(qrwb_sum_window_ns, max(qrwb_njobs, 1ULL) * 1000),
+		div64_u64(qrwb_sum_job_ns, max(qrwb_njobs, 1ULL) * 1000));
+	pr_info("harness: mean start %llu us, tail %llu us, collect %llu us\n",
+		div64_u64(qrwb_sum_start_ns, max(qrwb_njobs, 1ULL) * 1000),
+		div64_u64(qrwb_sum_tail_ns, max(qrwb_njobs, 1ULL) * 1000),
+		div64_u64(qrwb_sum_wake_ns, max(qrwb_njobs, 1ULL) * 1000));
+	qrwb_free_all();
+	return 0;
+out:
+	pr_err("failed: error %d\n", ret);
+	qrwb_free_all();
+	vfree(qrwb_out.buf);
+	qrwb_out.buf = NULL;
+	return ret;
+}
+
+static void __exit qrwb_exit(void)
+{
+	proc_remove(qrwb_proc);
+	vfree(qrwb_out.buf);
+}
+
+module_init(qrwb_init);
+module_exit(qrwb_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("qrwbench: memory ordering cost of qrwlocks and atomics");

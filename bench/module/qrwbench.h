@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * qrwbench: types shared by the harness (qrwb_main.c), the generated
+ * atomics loops (qrwb_loops_*.c) and the rwlock loops (qrwb_lock_*.c).
+ */
+#ifndef QRWBENCH_H
+#define QRWBENCH_H
+
+#include <linux/atomic.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+/*
+ * Stride between data written by different threads: two 64-byte lines,
+ * so that adjacent-line prefetch does not couple "per-CPU" slots.
+ */
+#define QRWB_LINE		128
+
+#define __QRWB_PASTE(a, b)	a##b
+#define QRWB_PASTE(a, b)	__QRWB_PASTE(a, b)
+
+/* atomics: the memory one loop works on (shared or one per thread) */
+struct qrwb_slot {
+	atomic_t v;
+	atomic64_t v64;
+	unsigned long p;
+	long sink;
+} __aligned(QRWB_LINE);
+
+typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
+
+enum qrwb_op_id {
+#define QRWB_OP(op, ord, stmt) QRWB_ID_##op##_##ord,
+#include "qrwb_ops.def"
+#undef QRWB_OP
+	QRWB_NOPS
+};
+
+/* generated in qrwb_loops_c0.c, qrwb_loops_c1.c, qrwb_loops_c1mb.c */
+extern const qrwb_loop_fn qrwb_loops_c0[QRWB_NOPS];
+extern const qrwb_loop_fn qrwb_loops_c1[QRWB_NOPS];
+extern const qrwb_loop_fn qrwb_loops_c1mb[QRWB_NOPS];
+
+/* rwlock: one lock, its exclusion checker and the data it protects */
+#define QRWB_MAX_CS_LINES	64
+#define QRWB_MAX_LOCKS		64
+
+struct qrwb_line {
+	unsigned long w;
+} __aligned(QRWB_LINE);
+
+struct qrwb_lockbox {
+	union {
+		rwlock_t klock;		/* impl=kernel: the kernel's rwlock_t */
+		arch_rwlock_t mlock;	/* impl=module: struct qrwlock */
+	} __aligned(QRWB_LINE);
+	struct {
+		atomic_t writers;
+		atomic_t readers;
+	} chk __aligned(QRWB_LINE);
+	struct qrwb_line data[QRWB_MAX_CS_LINES];
+};
+
+/* per-thread state of the rwlock loop, kept in registers inside it */
+struct qrwb_rwctx {
+	struct qrwb_lockbox *box;
+	u64 rng;		/* xorshift64 state, never 0 */
+	unsigned int wthresh;	/* write when (rand % 100) < wthresh */
+	unsigned int cs_work;
+	unsigned int think_work;
+	unsigned int cs_lines;
+	unsigned int check;	/* exclusion checker on */
+	unsigned long reads;
+	unsigned long writes;
+	unsigned long viol;
+	unsigned long sink;
+};
+
+typedef void (*qrwb_rwloop_fn)(struct qrwb_rwctx *c, unsigned long n);
+
+/* rwlock implementations, measured in one shuffled list per rep */
+enum qrwb_rw_id {
+	QRWB_RW_NONE,		/* harness only: no lock (overhead) */
+	QRWB_RW_KERNEL,		/* rwlock_t: the kernel's qrwlock variant */
+	QRWB_RW_FULL_C0,
+	QRWB_RW_ACQREL_C0,
+	QRWB_RW_ACQREL_C1,
+	QRWB_RW_RELAXED_C0,
+	QRWB_RW_N
+};
+
+extern const qrwb_rwloop_fn qrwb_rwloop_none;
+extern const qrwb_rwloop_fn qrwb_rwloop_kernel;
+extern const qrwb_rwloop_fn qrwb_rwloop_full_c0;
+extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c0;
+extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1;
+extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1mb;
+extern const qrwb_rwloop_fn qrwb_rwloop_relaxed_c0;
+
+/* xorshift64 (Marsaglia 13/7/17): the rwlock loop's read/write choice */
+static __always_inline u64 qrwb_xorshift(u64 x)
+{
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return x;
+}
+
+/* uniform in 0..99 from the high 32 bits, without a division */
+static __always_inline unsigned int qrwb_pct(u64 x)
+{
+	return (unsigned int)(((x >> 32) * 100) >> 32);
+}
+
+#endif /* QRWBENCH_H */

@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build the guest initramfs build/initrd/ARCH-VARIANT.cpio (newc):
+#   /init          guest/init.c, libc-free (tools/include/nolibc of the tree)
+#   /qrwbench.ko   build/modules/ARCH-VARIANT/qrwbench.ko
+#   /dev/console   character device 5:1, so the kernel gives init a console
+#   /proc /sys     mount points
+# with the kernel build's usr/gen_init_cpio (no root needed).
+#
+# Usage: mkinitrd.sh ARCH VARIANT
+#   QRWB_SRC   kernel git tree (default build/src/linux)
+#
+# Per arch, the tree's UAPI headers (headers_install, out of tree) and init
+# are built once under build/guest/ARCH/. Every output is written under a
+# temporary name and renamed into place, with its input hash in a stamp
+# written last, so a half-written file never looks complete and a re-run
+# with unchanged inputs does nothing.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+arch=${1:-}
+variant=${2:-}
+
+die() { echo "mkinitrd: $*" >&2; exit 1; }
+
+case "$arch" in
+x86_64)	karch=x86_64; cross= ;;
+arm64)	karch=arm64; cross=aarch64-linux-gnu- ;;
+*)	die "unknown ARCH '${arch}': valid are x86_64 arm64" ;;
+esac
+[ -n "$variant" ] || die "usage: mkinitrd.sh ARCH VARIANT"
+
+src=${QRWB_SRC:-$top/build/src/linux}
+kout=$top/build/kernels/$arch-$variant
+mout=$top/build/modules/$arch-$variant
+gdir=$top/build/guest/$arch
+out=$top/build/initrd/$arch-$variant.cpio
+nolibc=$src/tools/include/nolibc
+
+[ -f "$nolibc/nolibc.h" ] || die "no nolibc at $nolibc: run 'make tree' first"
+[ -x "$kout/usr/gen_init_cpio" ] ||
+	die "no $kout/usr/gen_init_cpio: build the kernel first (kernel/scripts/build-kernel.sh $arch $variant)"
+[ -f "$mout/.qrwbench-built" ] && [ -f "$mout/qrwbench.ko" ] ||
+	die "module $arch-$variant is not built: run bench/build-module.sh $arch $variant"
+command -v "${cross}gcc" >/dev/null || die "missing compiler ${cross}gcc"
+
+mkdir -p "$gdir" "$(dirname "$out")"
+tree_id=$(git -C "$src" rev-parse HEAD 2>/dev/null || echo no-git)
+
+# 1. UAPI headers of the tree, for nolibc (no arm64 libc headers needed)
+hstamp=$gdir/uapi/.qrwbench-built
+if [ ! -f "$hstamp" ] || [ "$(cat "$hstamp")" != "$tree_id" ]; then
+	echo "guest $arch: installing UAPI headers"
+	rm -rf "$gdir/uapi" "$gdir/uapi.tmp"
+	make -s -C "$src" O="$gdir/hdr-obj" ARCH="$karch" HOSTCC="ccache gcc" \
+		INSTALL_HDR_PATH="$gdir/uapi.tmp" headers_install > "$gdir/headers.log" 2>&1 ||
+		{ tail -n 20 "$gdir/headers.log" >&2; die "headers_install failed ($gdir/headers.log)"; }
+	mv "$gdir/uapi.tmp" "$gdir/uapi"
+	echo "$tree_id" > "$hstamp"
+fi
+
+# 2. init
+cflags=(-static -nostdlib -fno-stack-protector -Os -Wall -Wextra -Werror
+	-isystem "$gdir/uapi/include" -include "$nolibc/nolibc.h")
+istamp=$gdir/init.stamp
+ihash=$( { cat "$top/guest/init.c"; echo "$tree_id"; echo "${cflags[*]}"; ${cross}gcc --version | head -1; } |
+	sha256sum | cut -c1-16)
+if [ ! -f "$istamp" ] || [ "$(cat "$istamp")" != "$ihash" ] || [ ! -f "$gdir/init" ]; then
+	echo "guest $arch: building init"
+	rm -f "$istamp"
+	${cross}gcc "${cflags[@]}" -o "$gdir/init.tmp" "$top/guest/init.c" -lgcc
+	mv "$gdir/init.tmp" "$gdir/init"
+	echo "$ihash" > "$istamp"
+fi
+
+# 3. the cpio
+cstamp=$out.stamp
+chash=$( { cat "$istamp" "$mout/.qrwbench-built"; sha256sum < "$mout/qrwbench.ko"; cat "$0"; } |
+	sha256sum | cut -c1-16)
+if [ -f "$cstamp" ] && [ "$(cat "$cstamp")" = "$chash" ] && [ -f "$out" ]; then
+	echo "initrd $arch-$variant: up to date ($out)"
+	exit 0
+fi
+rm -f "$cstamp"
+list=$out.list
+cat > "$list" <<EOF
+dir /dev 0755 0 0
+nod /dev/console 0600 0 0 c 5 1
+dir /proc 0755 0 0
+dir /sys 0755 0 0
+file /init $gdir/init 0755 0 0
+file /qrwbench.ko $mout/qrwbench.ko 0644 0 0
+EOF
+"$kout/usr/gen_init_cpio" "$list" > "$out.tmp.$$" || { rm -f "$out.tmp.$$"; die "gen_init_cpio failed"; }
+mv "$out.tmp.$$" "$out"
+echo "$chash" > "$cstamp"
+echo "initrd $arch-$variant: built $out"

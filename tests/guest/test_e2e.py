@@ -1,0 +1,100 @@
+"""End to end: boot real x86_64 and arm64 TCG guests for short runs of each
+workload and check what they printed, through the same code `make bench` uses."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import TOP, kernel_dir
+from qrwbench import bench, matrix, records
+
+pytestmark = pytest.mark.guest
+NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
+OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
+
+
+def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
+    kernel_dir(arch, variant)
+    return matrix.Cell(arch, "tcg", cpu, variant, workload, vcpus, tuple(sorted(params.items())))
+
+
+def boot(tmp_path, c, timeout=120, seed=7):
+    d = tmp_path / "run"
+    st = bench.boot_one(c, seed, d, timeout, 256, NO_KVM)
+    return st, d, records.parse_console((d / "console.log").read_bytes())
+
+
+def orderings_of(op):
+    import re
+    rows = re.findall(r"^QRWB_OP\((\w+), (\w+), .*\)$", OPS_DEF.read_text(), re.M)
+    return {o for n, o in rows if n == op}
+
+
+@pytest.mark.parametrize("arch,cpu", [("x86_64", "max"), ("arm64", "max"), ("arm64", "cortex-a57")])
+def test_atomics_short_run_is_complete_and_sane(tmp_path, arch, cpu):
+    ops = "atomic_add_return,atomic64_fetch_or,smp_mb"
+    c = cell(arch, "acqrel", "atomics", cpu=cpu, ops=ops, reps=2, duration_ms=5)
+    st, d, p = boot(tmp_path, c)
+    assert st["status"] == "ok", st
+    assert p.ok, p.reason
+    assert p.begin["arch"] == arch and p.begin["online_cpus"] == 2
+    console = (d / "console.log").read_text(errors="replace")
+    assert "atomic64_test: passed" in console
+    got = {(r["op"], r["variant"], r["copy"], r["placement"], r["rep"]) for r in p.results}
+    for op in ops.split(","):
+        for o in orderings_of(op):
+            for rep in (0, 1):
+                for place in ("shared", "percpu"):
+                    assert (op, o, 0, place, rep) in got, (op, o, place, rep)
+    for r in p.results:
+        assert r["ops"] > 0 and r["ns"] > 0
+        assert sum(r["per_thread_ops"]) == r["ops"] and len(r["per_thread_ops"]) == 2
+        assert r["overhead_ps"] > 0
+    assert any(r["op"] == "empty" for r in p.results), "harness overhead not measured"
+    prov = json.loads((d / "provenance.json").read_text())
+    assert prov["cell"]["arch"] == arch and prov["qemu_cmd"][0].endswith("qemu-system-" + ("x86_64" if arch == "x86_64" else "aarch64"))
+    assert "-nic" in prov["qemu_cmd"] and "none" in prov["qemu_cmd"]
+
+
+@pytest.mark.parametrize("arch,cpu", [("x86_64", "max"), ("arm64", "cortex-a57")])
+@pytest.mark.parametrize("variant", ["acqrel", "full"])
+def test_rwlock_exclusion_holds_for_correct_orderings(tmp_path, arch, cpu, variant):
+    c = cell(arch, variant, "rwlock", cpu=cpu, write_pct=50, reps=2, duration_ms=10, check_exclusion=1)
+    st, d, p = boot(tmp_path, c)
+    assert st["status"] == "ok", st
+    impls = {(r["impl"], r["variant"]) for r in p.results}
+    assert ("kernel", variant) in impls
+    assert {("module", v) for v in ("full", "acqrel", "relaxed")} <= impls
+    for r in p.results:
+        assert r["reads"] + r["writes"] == r["ops"] > 0
+        assert sum(r["per_thread_reads"]) == r["reads"] and sum(r["per_thread_writes"]) == r["writes"]
+        assert r["writes"] > 0 and r["reads"] > 0
+        if r["impl"] == "kernel" or r["variant"] != "relaxed":
+            assert r["violations"] == 0, r
+
+
+@pytest.mark.parametrize("param,value", [("write_pct", 150), ("nlocks", 0), ("duration_ms", 0),
+                                         ("threads", 9), ("ops", "atomic_frobnicate")])
+def test_bad_parameters_are_refused_with_the_guest_reason(tmp_path, param, value):
+    c = cell("x86_64", "acqrel", "atomics" if param in ("ops", "duration_ms", "threads") else "rwlock",
+             **{param: value})
+    st, d, p = boot(tmp_path, c, timeout=60)
+    assert st["status"] == "failed"
+    assert "refused" in st["reason"] and param in st["reason"], st["reason"]
+
+
+def test_unknown_workload_is_refused(tmp_path):
+    kernel_dir("x86_64", "acqrel")
+    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "frob", 1, ())
+    st, _, _ = boot(tmp_path, c, timeout=60)
+    assert st["status"] == "failed" and "frob" in st["reason"]
+
+
+def test_hanging_guest_times_out_and_is_failed_with_console_tail(tmp_path):
+    kernel_dir("x86_64", "acqrel")
+    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "hang", 1, ())
+    st, d, p = boot(tmp_path, c, timeout=15)
+    assert st["status"] == "failed" and st["timed_out"]
+    assert st["console_tail"], "console tail missing"
+    saved = json.loads((d / "status.json").read_text())
+    assert saved["timed_out"] is True
