@@ -26,7 +26,7 @@ export RESULTS_DB PY
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
 .PHONY: all deps tree kernel kernels modules guests bench report audit regress \
-	test test-slow test-kernels clean distclean help check-arch-variant
+	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
 
@@ -96,3 +96,11 @@ clean:
 
 distclean: clean
 	rm -rf build
+
+# Exclusion torture: make torture [MINUTES=3]
+torture: guests
+	@$(PYRUN) -m qrwbench.torture $(if $(MINUTES),--minutes $(MINUTES))
+
+# The module is only ever loaded inside QEMU guests, never into the host.
+insmod modprobe load:
+	@echo "qrwbench never loads modules into the host kernel: the module runs only inside QEMU guests (make bench)" >&2; exit 1

@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -25,8 +26,7 @@ from pathlib import Path
 from . import kvm, matrix, provenance, qemu, targets
 from .targets import TOP, InputError
 
-RUNS = TOP / "build" / "runs"
-LOCK = TOP / "build" / "bench.lock"
+RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
 
 
 def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path]:
@@ -79,6 +79,7 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     status = qemu.boot(cmd, run_dir, timeout_s)
     prov["finished_at"] = provenance.now()
+    prov["qemu_cmd"] = shlex.split((run_dir / "qemu.cmd").read_text())   # exactly what ran
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     text = (run_dir / "console.log").read_bytes()
     parsed = records.parse_console(text)
@@ -111,29 +112,34 @@ def check_parsed(parsed, cell: matrix.Cell) -> str:
     return ""
 
 
-def preflight(db: Path) -> None:
+def preflight(db: Path, runs: Path) -> None:
     """Clear errors before any work: writable results and runs dirs, free space."""
-    for d in (db.parent, RUNS):
+    for d in (db.parent, runs):
         try:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise InputError(f"cannot create {d}: {e.strerror}") from None
-        if not os.access(d, os.W_OK):
-            raise InputError(f"{d} is not writable")
+        probe = d / f".qrwbench-write-test-{os.getpid()}"
+        try:
+            probe.write_bytes(b"x")
+            probe.unlink()
+        except OSError as e:
+            raise InputError(f"{d} is not writable: {e.strerror}") from None
         free = shutil.disk_usage(d).free
         if free < 200 << 20:
             raise InputError(f"only {free >> 20} MiB free under {d}: need at least 200 MiB")
 
 
-def take_lock():
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    f = open(LOCK, "a+")
+def take_lock(runs: Path):
+    """One bench at a time per runs directory (a second one refuses)."""
+    lock = runs / ".bench.lock"
+    f = open(lock, "a+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         f.seek(0)
         other = f.read().strip() or "?"
-        raise InputError(f"another 'make bench' (pid {other}) is running in {TOP}: wait for it to finish") from None
+        raise InputError(f"another 'make bench' (pid {other}) is running on {runs}: wait for it to finish") from None
     f.seek(0)
     f.truncate()
     f.write(f"{os.getpid()}\n")
@@ -172,22 +178,26 @@ def main(argv=None) -> int:
     ap.add_argument("--matrix", default=None, help="matrix TOML (default bench/matrix/default.toml)")
     ap.add_argument("--quick", action="store_true", help="bench/matrix/quick.toml")
     ap.add_argument("--db", default=os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite")))
+    ap.add_argument("--runs", default=str(RUNS), help="run directories (default build/runs)")
     ap.add_argument("--fresh", action="store_true", help="measure again cells that already have runs")
     ap.add_argument("--no-summary", action="store_true")
     args = ap.parse_args(argv)
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
     try:
         m = matrix.load(path)
-        db = Path(args.db)
-        preflight(db)
-        lock = take_lock()  # noqa: F841  (held until exit)
-        return run_matrix(m, db, args.fresh, summary=not args.no_summary)
+        db, runs = Path(args.db), Path(args.runs)
+        preflight(db, runs)
+        lock = take_lock(runs)
+        try:
+            return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs)
+        finally:
+            lock.close()
     except InputError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
 
 
-def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True) -> int:
+def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS) -> int:
     from . import store
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
@@ -220,10 +230,10 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True) ->
     failures, done, skipped = [], 0, 0
     t0 = time.monotonic()
     print(f"bench: {len(boots)} boots of {len(cells)} cells from {m.path} "
-          f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {RUNS}")
+          f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {runs}")
     for i, b in enumerate(boots, 1):
         rid = run_id(b, rig, nonce)
-        rdir = RUNS / rid
+        rdir = runs / rid
         if not fresh and store.has_run(conn, rid):
             skipped += 1
             continue

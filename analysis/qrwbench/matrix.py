@@ -19,7 +19,7 @@ from pathlib import Path
 from . import targets
 from .targets import TOP, InputError
 
-RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int}
+RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool}
 TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
 WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "params": dict}
 PARAMS_DEF = TOP / "bench" / "module" / "qrwb_params.def"
@@ -42,6 +42,20 @@ def module_params() -> tuple[dict, set]:
 
 # Parameters the host sets itself, never the matrix.
 HOST_PARAMS = {"workload", "seed"}
+OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
+_OP_ROW = re.compile(r"^QRWB_OP\((\w+), (\w+), (.*)\)$")
+# Values of the string parameters other than ops (the module's
+# qrwb_params.def describes the same; the module checks them again).
+STR_CHOICES = {"placement": ("both", "shared", "percpu"), "impl": ("all", "kernel", "module")}
+
+
+def op_names() -> list[str]:
+    """Op names of the module's op table bench/module/qrwb_ops.def."""
+    names = []
+    for line in OPS_DEF.read_text().splitlines():
+        if (m := _OP_ROW.match(line)) and m.group(1) not in names:
+            names.append(m.group(1))
+    return names
 
 
 @dataclass(frozen=True)
@@ -107,6 +121,15 @@ def _check_param(path: Path, where: str, name: str, value) -> None:
     if name in STR_PARAMS:
         if not isinstance(value, str) or not value.replace(",", "").replace("_", "").isalnum():
             raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be a comma-separated list of names"))
+        if name == "ops":
+            valid = op_names()
+            for op in value.split(","):
+                if op != "all" and op not in valid:
+                    raise InputError(_where(path, f"{where}.params.ops: unknown op '{op}': valid are all, "
+                                                   f"{', '.join(valid)}"))
+        elif name in STR_CHOICES and value not in STR_CHOICES[name]:
+            raise InputError(_where(path, f"{where}.params.{name} = '{value}': valid are "
+                                           f"{', '.join(STR_CHOICES[name])}"))
         return
     if name not in PARAMS:
         raise InputError(_where(path, f"unknown parameter '{name}' in {where}.params: valid are "
@@ -134,6 +157,7 @@ def load(path: str | Path) -> Matrix:
     _check_keys(path, "[run]", run, RUN_KEYS, set())
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
                mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1))
+    workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
     if m.boots < 1 or m.timeout_s < 1 or m.mem_mb < 64:
         raise InputError(_where(path, "[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64"))
     if not doc.get("target") or not doc.get("workload"):
@@ -154,7 +178,8 @@ def load(path: str | Path) -> Matrix:
         where = f"[[workload]] #{i + 1}"
         _check_keys(path, where, w, WORKLOAD_KEYS, {"name", "variants", "vcpus"})
         try:
-            targets.check_workload(w["name"])
+            if w["name"] not in workloads:
+                raise InputError(f"unknown workload '{w['name']}': valid are {', '.join(workloads)}")
             for v in w["variants"]:
                 targets.check_variant(v)
         except InputError as e:

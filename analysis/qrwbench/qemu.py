@@ -96,6 +96,9 @@ def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b
     end marker is on the console it gets 10 more seconds to do so.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
+    # Name the guest after its run, so `ps` (and the tests) can tell which
+    # QEMU belongs to which run.
+    cmd = [*cmd, "-name", f"qrwbench:{run_dir}"]
     (run_dir / "qemu.cmd").write_text(shlex.join(cmd) + "\n")
     console = run_dir / "console.log"
     start = time.monotonic()

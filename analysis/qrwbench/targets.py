@@ -50,6 +50,9 @@ ARCHES = {
 
 ACCELS = ("tcg", "kvm")
 WORKLOADS = ("atomics", "rwlock")
+# Test-only: never finishes (the launcher's timeout test); a matrix needs
+# [run] test_workloads = true to use it.
+TEST_WORKLOADS = ("hang",)
 
 
 def kernel_variants() -> list[str]:

@@ -58,3 +58,18 @@ def test_dropped_option_is_named(tmp_path):
     assert "requested 'CONFIG_QRWLOCK_ORDERING_RELAXED=y'" in r.stderr
     assert not (tmp_path / "out" / ".qrwbench-configured").exists()
     assert not (tmp_path / "out" / ".qrwbench-built").exists()
+
+
+def test_missing_cross_compiler_names_the_package(tmp_path):
+    """A PATH without aarch64-linux-gnu-gcc: the arm64 build says what to install."""
+    import os
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "dirname", "ls", "grep", "sed", "xargs", "nproc", "cat", "env", "cut", "sha256sum"):
+        path = shutil.which(tool)
+        assert path, tool
+        (bin_dir / tool).symlink_to(path)
+    env = dict(os.environ, PATH=str(bin_dir))
+    r = run_script("arm64", "acqrel", env=env)
+    assert r.returncode != 0
+    assert "missing cross compiler aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu" in r.stderr

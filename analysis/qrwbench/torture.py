@@ -1,0 +1,109 @@
+"""`make torture`: hunt for rwlock exclusion violations.
+
+Boots every cell of bench/matrix/torture.toml with the module's exclusion
+checker on (a writer checks it is alone, readers check no writer overlaps)
+and sums the violations per arch, CPU model, kernel variant and lock
+implementation. Violations of the `full` or `acqrel` orderings are bugs: the
+exit status is 1. The `relaxed` ordering is not a lock on weakly ordered CPUs;
+its violations are reported, not required to be 0.
+
+    /usr/bin/python3 -m qrwbench.torture [--minutes N] [--matrix F] [--out build/torture]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from . import bench, matrix, records
+from .targets import TOP, InputError
+
+MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
+
+
+def scaled(m: matrix.Matrix, cells: list[matrix.Cell], minutes: float) -> list[matrix.Cell]:
+    """Set duration_ms so that all boots together run about `minutes`."""
+    out = []
+    for c in cells:
+        p = c.params_dict()
+        per_boot_ms = minutes * 60_000 / max(1, len(cells) * m.boots)
+        p["duration_ms"] = max(1, min(60000, int(per_boot_ms / (p.get("reps", 5) * MEASUREMENTS_PER_REP))))
+        out.append(dataclasses.replace(c, params=tuple(sorted(p.items()))))
+    return out
+
+
+def tally(parsed_runs) -> dict:
+    """{(arch, cpu, kernel variant, impl, lock variant): [violations, ops]}."""
+    t = defaultdict(lambda: [0, 0])
+    for cell, p in parsed_runs:
+        for r in p.results:
+            if r.get("violations", -1) < 0:
+                continue
+            k = (cell.arch, cell.cpu, cell.variant, r["impl"], r["variant"])
+            t[k][0] += r["violations"]
+            t[k][1] += r["ops"]
+    return dict(t)
+
+
+def must_hold(kernel_variant: str, impl: str, lock_variant: str) -> bool:
+    """Whether exclusion must hold: every ordering but relaxed is a real lock."""
+    return (lock_variant if impl == "module" else kernel_variant) != "relaxed"
+
+
+def format_report(t: dict, failed: list[str]) -> tuple[str, bool]:
+    lines = ["| arch | cpu | kernel | impl | lock ordering | acquisitions | violations | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
+    bad = False
+    for (arch, cpu, kv, impl, lv), (viol, ops) in sorted(t.items()):
+        hold = must_hold(kv, impl, lv)
+        verdict = ("OK" if viol == 0 else "VIOLATED: BUG") if hold else \
+            ("none observed" if viol == 0 else "violations observed (expected: relaxed is not a lock)")
+        bad |= hold and viol > 0
+        lines.append(f"| {arch} | {cpu} | {kv} | {impl} | {lv} | {ops} | {viol} | {verdict} |")
+    for f in failed:
+        lines.append(f"\nfailed run: {f}")
+    return "\n".join(lines), bad
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qrwbench.torture", description="rwlock exclusion torture")
+    ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
+    ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
+    ap.add_argument("--out", default=str(TOP / "build" / "torture"))
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGINT, bench._on_signal)
+    signal.signal(signal.SIGTERM, bench._on_signal)
+    try:
+        if not args.minutes > 0:
+            raise InputError(f"--minutes {args.minutes}: must be a positive number")
+        m = matrix.load(args.matrix)
+        cells = scaled(m, matrix.cells(m), args.minutes)
+        for c in cells:
+            bench.kernel_paths(c.arch, c.variant)
+    except InputError as e:
+        print(f"torture: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    parsed, failed = [], []
+    verdict = {"usable": False, "reason": "torture uses TCG", "booted": False}
+    for i, b in enumerate(matrix.boots(m, cells), 1):
+        d = out / "runs" / f"{i:03d}-{b.cell.arch}-{b.cell.cpu}-{b.cell.variant}"
+        print(f"[{i}/{len(cells) * m.boots}] {b.cell.label()} (console: {d / 'console.log'})", flush=True)
+        st = bench.boot_one(b.cell, b.seed, d, m.timeout_s, m.mem_mb, verdict)
+        if st["status"] != "ok":
+            failed.append(f"{d.name}: {st['reason']}")
+            print(f"  FAILED: {st['reason']}")
+            continue
+        parsed.append((b.cell, records.parse_console((d / "console.log").read_bytes())))
+    text, bad = format_report(tally(parsed), failed)
+    (out / "report.md").write_text(f"# qrwbench torture ({args.minutes} min)\n\n{text}\n")
+    print(text)
+    print(f"torture: report in {out / 'report.md'}")
+    return 1 if bad or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

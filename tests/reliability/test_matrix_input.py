@@ -1,0 +1,92 @@
+"""Every invalid user input is a clear one-line error naming the value and
+what is valid, before any work starts."""
+import pytest
+
+from qrwbench import matrix, qemu, targets
+from qrwbench.targets import InputError
+
+GOOD = """
+[run]
+boots = 1
+[[target]]
+arch = "x86_64"
+accel = "tcg"
+cpu = "max"
+[[workload]]
+name = "rwlock"
+variants = ["acqrel"]
+vcpus = [2]
+params = { write_pct = 10, duration_ms = 5 }
+"""
+
+
+def load(tmp_path, text):
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return matrix.load(p)
+
+
+def err(tmp_path, text):
+    with pytest.raises(InputError) as e:
+        load(tmp_path, text)
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_good_matrix_loads(tmp_path):
+    m = load(tmp_path, GOOD)
+    assert [c.label() for c in matrix.cells(m)] == ["x86_64/tcg/max acqrel rwlock write_pct=10 2v"]
+
+
+@pytest.mark.parametrize("old,new,expect", [
+    ('arch = "x86_64"', 'arch = "sparc"', "unknown arch 'sparc': valid are arm64, x86_64"),
+    ('variants = ["acqrel"]', 'variants = ["sloppy"]', "unknown variant 'sloppy': valid are acqrel, full, relaxed, unpatched"),
+    ('name = "rwlock"', 'name = "frob"', "unknown workload 'frob': valid are atomics, rwlock"),
+    ('name = "rwlock"', 'name = "hang"', "unknown workload 'hang'"),
+    ('cpu = "max"', 'cpu = "pentium"', "unknown CPU model 'pentium' for x86_64 under tcg: valid are max"),
+    ('accel = "tcg"', 'accel = "hvf"', "unknown accel 'hvf': valid are tcg, kvm"),
+    ("vcpus = [2]", "vcpus = [0]", "0 is not a vCPU count in 1..64"),
+    ("vcpus = [2]", "vcpus = [65]", "65 is not a vCPU count in 1..64"),
+    ("write_pct = 10", "write_pct = 101", "write_pct = 101: must be an integer in 0..100"),
+    ("write_pct = 10", "write_pct = -1", "write_pct = -1: must be an integer in 0..100"),
+    ("duration_ms = 5", "duration_ms = 0", "duration_ms = 0: must be an integer in 1..60000"),
+    ("duration_ms = 5", "duration_ms = -5", "duration_ms = -5: must be an integer"),
+    ("duration_ms = 5", 'duration_ms = "fast"', "duration_ms = 'fast': must be an integer"),
+    ("duration_ms = 5", "duration_ms = 2.5", "duration_ms = 2.5: must be an integer"),
+    ("duration_ms = 5", 'ops = "atomic_frob"', "unknown op 'atomic_frob': valid are all, atomic_add_return"),
+    ("duration_ms = 5", 'placement = "nearby"', "placement = 'nearby': valid are both, shared, percpu"),
+    ("duration_ms = 5", "frobs = 3", "unknown parameter 'frobs'"),
+    ("duration_ms = 5", "seed = 3", "params.seed: set by the rig"),
+    ("boots = 1", "boots = 1\nspeed = 2", "unknown key 'speed' in [run]"),
+])
+def test_bad_matrix_values_are_named(tmp_path, old, new, expect):
+    assert old in GOOD
+    assert expect in err(tmp_path, GOOD.replace(old, new, 1))
+
+
+def test_malformed_toml_gives_the_line(tmp_path):
+    msg = err(tmp_path, GOOD.replace('cpu = "max"', 'cpu = "max'))
+    assert "malformed TOML" in msg and "line 7" in msg
+
+
+def test_hang_needs_test_workloads(tmp_path):
+    m = load(tmp_path, GOOD.replace('name = "rwlock"', 'name = "hang"').replace(
+        "boots = 1", "boots = 1\ntest_workloads = true").replace("params = { write_pct = 10, duration_ms = 5 }", ""))
+    assert matrix.cells(m)[0].workload == "hang"
+
+
+def test_missing_matrix_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read matrix"):
+        matrix.load(tmp_path / "nope.toml")
+
+
+def test_missing_qemu_binary_names_the_package(monkeypatch):
+    monkeypatch.setattr(qemu.shutil, "which", lambda name: None)
+    with pytest.raises(InputError, match="missing QEMU binary qemu-system-aarch64: apt-get install qemu-system-arm"):
+        qemu.qemu_binary("arm64")
+
+
+def test_cpu_model_kvm_needs_host():
+    with pytest.raises(InputError, match="valid are host"):
+        targets.check_cpu_model(targets.ARCHES["x86_64"], "kvm", "max")
