@@ -65,7 +65,7 @@ def test_missing_cross_compiler_names_the_package(tmp_path):
     import os
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("bash", "dirname", "ls", "grep", "sed", "xargs", "nproc", "cat", "env", "cut", "sha256sum"):
+    for tool in ("bash", "dirname", "ls", "grep", "sed", "xargs", "echo", "nproc", "cat", "env", "cut", "sha256sum"):
         path = shutil.which(tool)
         assert path, tool
         (bin_dir / tool).symlink_to(path)
