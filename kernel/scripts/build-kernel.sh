@@ -55,6 +55,9 @@ esac
 command -v "${cross}gcc" >/dev/null || die "missing cross compiler ${cross}gcc: apt-get install gcc-aarch64-linux-gnu (or run 'make deps')"
 cc="${cross}gcc"
 command -v ccache >/dev/null && cc="ccache $cc"
+# Paths under the repository are hashed relative to it, so a second clone
+# (CI's) hits the same cache entries.
+export CCACHE_BASEDIR=$top
 
 fragments=("$configs/base.config" "$configs/$arch.config" "$configs/variant-$variant.config")
 inputs=$( {
