@@ -76,7 +76,7 @@ bench: guests
 report: deps
 	@$(PYRUN) -m qrwbench report --db $(RESULTS_DB) --out build/report
 
-audit: kernels
+audit: guests
 	@$(PYRUN) -m qrwbench.audit --out build/audit
 
 regress: deps
@@ -104,3 +104,22 @@ torture: guests
 # The module is only ever loaded inside QEMU guests, never into the host.
 insmod modprobe load:
 	@echo "qrwbench never loads modules into the host kernel: the module runs only inside QEMU guests (make bench)" >&2; exit 1
+
+# ---------------------------------------------------------------- regression tracking
+# Kernel commits (README "Regression tracking"; CELL syntax
+# ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS):
+#   make bench-series CELL=... [KERNEL_SRC=/path/to/linux] [FROM=qrwbench-base] [TO=HEAD] [BOOTS=5]
+#   make bisect GOOD=<commit> BAD=<commit> CELL=... [KERNEL_SRC=/path/to/linux] [BOOTS=5] [THRESHOLD=5]
+.PHONY: bench-series bisect
+
+bench-series: $(if $(KERNEL_SRC),deps,tree)
+	@$(if $(CELL),,echo "bench-series: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
+	$(PYRUN) -m qrwbench.series --cell '$(CELL)' --db $(RESULTS_DB) $(if $(KERNEL_SRC),--kernel-src '$(KERNEL_SRC)') \
+	  $(if $(FROM),--from '$(FROM)') $(if $(TO),--to '$(TO)') $(if $(BOOTS),--boots $(BOOTS)) \
+	  $(if $(THRESHOLD),--threshold $(THRESHOLD))
+
+bisect: $(if $(KERNEL_SRC),deps,tree)
+	@$(if $(and $(GOOD),$(BAD),$(CELL)),,echo "bisect: error: give GOOD=<commit> BAD=<commit> CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
+	$(PYRUN) -m qrwbench.bisect run --good '$(GOOD)' --bad '$(BAD)' --cell '$(CELL)' --db $(RESULTS_DB) \
+	  $(if $(KERNEL_SRC),--kernel-src '$(KERNEL_SRC)') $(if $(BOOTS),--boots $(BOOTS)) \
+	  $(if $(THRESHOLD),--threshold $(THRESHOLD))

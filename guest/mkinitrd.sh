@@ -9,7 +9,11 @@
 # with the kernel build's usr/gen_init_cpio (no root needed).
 #
 # Usage: mkinitrd.sh ARCH VARIANT
-#   QRWB_SRC   kernel git tree (default build/src/linux)
+#   QRWB_SRC     kernel git tree (default build/src/linux)
+#   QRWB_KOUT    kernel build directory (default build/kernels/ARCH-VARIANT)
+#   QRWB_MOUT    module build directory (default build/modules/ARCH-VARIANT)
+#   QRWB_GDIR    UAPI headers + init    (default build/guest/ARCH)
+#   QRWB_INITRD  the cpio to write      (default build/initrd/ARCH-VARIANT.cpio)
 #
 # Per arch, the tree's UAPI headers (headers_install, out of tree) and init
 # are built once under build/guest/ARCH/. Every output is written under a
@@ -32,10 +36,10 @@ esac
 [ -n "$variant" ] || die "usage: mkinitrd.sh ARCH VARIANT"
 
 src=${QRWB_SRC:-$top/build/src/linux}
-kout=$top/build/kernels/$arch-$variant
-mout=$top/build/modules/$arch-$variant
-gdir=$top/build/guest/$arch
-out=$top/build/initrd/$arch-$variant.cpio
+kout=${QRWB_KOUT:-$top/build/kernels/$arch-$variant}
+mout=${QRWB_MOUT:-$top/build/modules/$arch-$variant}
+gdir=${QRWB_GDIR:-$top/build/guest/$arch}
+out=${QRWB_INITRD:-$top/build/initrd/$arch-$variant.cpio}
 nolibc=$src/tools/include/nolibc
 
 [ -f "$nolibc/nolibc.h" ] || die "no nolibc at $nolibc: run 'make tree' first"

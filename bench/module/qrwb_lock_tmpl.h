@@ -253,7 +253,8 @@ static __always_inline void qrwb_chk_rexit(struct qrwb_lockbox *b)
  * writer a load and a store, cycling over cs_lines lines), unlock, then
  * think_work units of private arithmetic.
  */
-static noinline __aligned(64) void QRWB_F(loop)(struct qrwb_rwctx *c,
+/* 1024-byte aligned (the loop is at most ~960 bytes): never crosses a page. */
+static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
 						unsigned long n)
 {
 	struct qrwb_lockbox *b = c->box;

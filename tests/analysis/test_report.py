@@ -44,8 +44,11 @@ def results_db(tmp_path_factory):
     return db, tmp
 
 
-def test_report_files_plots_and_content(results_db, tmp_path):
+def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
     db, _ = results_db
+    # A real build/audit/audit.json (from `make audit`) must not leak in.
+    from qrwbench import codeid
+    monkeypatch.setattr(codeid, "DEFAULT_AUDIT", str(tmp_path / "no-audit.json"))
     out = tmp_path / "report"
     paths = report.build(db, out, n_resamples=300)
     raw_html = (out / "index.html").read_text()

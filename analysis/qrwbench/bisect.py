@@ -1,0 +1,310 @@
+"""`make bisect GOOD=<commit> BAD=<commit> CELL=... [KERNEL_SRC=/path/to/linux]`:
+find the kernel commit that made a cell slower, with `git bisect run` and the
+rig's comparison as the oracle.
+
+    python3 -m qrwbench.bisect run  --good G --bad B --cell CELL [--kernel-src DIR]
+                                    [--boots 3] [--threshold 5] [--alpha 0.05] [--db DB]
+    python3 -m qrwbench.bisect step --state FILE    (the oracle; bench/bisect-step.sh)
+
+The commits are fetched into a private checkout build/bisect/<arch>-<variant>/linux
+(the user's tree is only read) and every step builds in the same O= directory
+build/bisect/<arch>-<variant>/obj, so kbuild (and ccache) rebuild only what the
+commit changed. GOOD is measured first; BAD is measured and must be judged bad
+(else there is nothing to bisect). Each step (exit status for git bisect run):
+
+* build the kernel, module and initramfs at the commit (a failed build: 125, skip);
+* boot ``--boots`` guests (results stored with the commit as kernel_tree_commit;
+  runs of the same rig commit already in the store are reused);
+* both sides must pass LKP's stability rule (>= 3 samples, min-max gap <= 20 %,
+  relative stddev <= 20 %, ``stats.lkp_stable``); if not, measure ``--boots`` more
+  once; still unstable: 125 (skip);
+* compare with GOOD's samples (``regress.compare_commits``: median ratio,
+  bootstrap CI, Holm-adjusted Mann-Whitney): a regression of any metric beyond
+  the threshold: 1 (bad), else 0 (good). A broken rig (no DB, ...): 128 (abort).
+
+Bad input (unknown commit, dirty tree, CELL matching nothing, GOOD not an
+ancestor of BAD) is one line ``bisect: error: ...`` and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import ktree, regress, stats, store
+from .errors import QrwbenchError
+from .targets import TOP
+
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+RUNNER = TOP / "bench" / "bisect-step.sh"
+
+
+def log(msg: str) -> None:
+    print(f"bisect: {msg}", flush=True)
+
+
+def workdir(cell, root=None) -> ktree.Workdir:
+    base = Path(root) if root else TOP / "build" / "bisect"
+    return ktree.Workdir.single(base / f"{cell.arch}-{cell.variant}")
+
+
+# ------------------------------------------------------------------ oracle
+
+def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False) -> list[str]:
+    """Run ids of ``cell`` at ``sha`` for this rig commit; build + boot until
+    there are ``boots`` of them (``more``: ``boots`` more)."""
+    from . import provenance
+    rig = provenance.rig_state()["rig_commit"]
+    have = ktree.cell_runs(conn, cell, sha, rig)
+    want = len(have) + boots if more else boots
+    if len(have) >= want:
+        return have
+    if ktree.git(wd.linux, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip() != sha:
+        ktree.checkout(wd.linux, sha)     # (a fresh private checkout has no HEAD yet)
+    variant = ktree.build_variant(wd.linux, sha, cell.variant)
+    bcell = cell if variant == cell.variant else type(cell)(
+        cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
+    log(f"{sha[:12]}: building {cell.arch}-{variant} in {wd.obj}")
+    ktree.build(wd, cell.arch, variant, log=print)
+    log(f"{sha[:12]}: {want - len(have)} boots of {ktree.cell_text(bcell)}")
+    ktree.measure(conn, wd, bcell, sha, want - len(have), runs_root=runs_root)
+    return ktree.cell_runs(conn, cell, sha, rig)
+
+
+def judge(conn, cell, good_runs, runs, *, threshold, alpha):
+    """(exit status, results) of ``runs`` against GOOD's runs."""
+    base = ktree.samples_of(conn, cell, good_runs)
+    tgt = ktree.samples_of(conn, cell, runs)
+    res = regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha)
+    if not res:
+        return SKIP, res
+    if any(r.status == regress.REGRESSION for r in res):
+        return BAD, res
+    if any(r.status == regress.NOT_JUDGED for r in res):
+        return SKIP, res
+    return GOOD, res
+
+
+def unstable(res) -> bool:
+    return any(r.status == regress.NOT_JUDGED for r in res)
+
+
+def describe(res) -> str:
+    out = []
+    for r in res:
+        if r.test is not None and r.test.judged:
+            out.append(f"{r.metric}: {r.test.pct_change:+.1f}% (p_adj={r.p_adjusted:.3g}) {r.status}")
+        else:
+            out.append(f"{r.metric}: {r.status}: {r.why}")
+    return "; ".join(out) or "no common metric"
+
+
+def oracle(state: dict, sha: str) -> int:
+    """Judge ``sha`` (see the module docstring); the exit status for git bisect."""
+    cell = ktree.parse_cell(state["cell"])
+    wd = ktree.Workdir(*(Path(state["workdir"][k]) for k in
+                         ("root", "linux", "obj", "module", "guest", "initrd")))
+    conn = store.connect(state["db"])
+    try:
+        good = ktree.cell_runs(conn, cell, state["good"], state["rig"])
+        if not good:
+            raise QrwbenchError(f"GOOD {state['good'][:12]} has no stored runs any more")
+        try:
+            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]))
+        except ktree.BuildError as e:
+            log(f"{sha[:12]}: skip (125): {e}")
+            return SKIP
+        code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
+        if unstable(res):
+            log(f"{sha[:12]}: unstable ({describe(res)}): measuring {state['boots']} more boots once")
+            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), more=True)
+            code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
+        word = {GOOD: "good", BAD: "bad", SKIP: "skip"}[code]
+        log(f"{sha[:12]} {ktree.git(wd.linux, 'log', '-1', '--format=%s', sha).strip()}: "
+            f"{word} ({code}): {describe(res)}")
+        return code
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------ driver
+
+def prepare(good: str, bad: str, cell_text: str, kernel_src=None, *, db=None, boots=5,
+            threshold=regress.DEFAULT_THRESHOLD, alpha=stats.ALPHA, root=None,
+            runs_root=None) -> dict:
+    """Check the input (one-line QrwbenchError) and return the bisect state."""
+    from . import provenance
+    cell = ktree.parse_cell(cell_text)
+    src = ktree.check_tree(Path(kernel_src) if kernel_src else ktree.DEFAULT_SRC)
+    gsha = ktree.resolve(src, good, "GOOD")
+    bsha = ktree.resolve(src, bad, "BAD")
+    if gsha == bsha:
+        raise QrwbenchError(f"GOOD and BAD are the same commit {gsha[:12]}")
+    if subprocess.run(["git", "-C", str(src), "merge-base", "--is-ancestor", gsha, bsha]).returncode != 0:
+        raise QrwbenchError(f"GOOD {good} ({gsha[:12]}) is not an ancestor of BAD {bad} ({bsha[:12]}) in {src}")
+    for sha, what in ((gsha, "GOOD"), (bsha, "BAD")):
+        try:
+            ktree.build_variant(src, sha, cell.variant)
+        except QrwbenchError as e:
+            raise QrwbenchError(f"{what}: {e}") from None
+    if boots < 1:
+        raise QrwbenchError(f"--boots {boots}: need at least 1")
+    wd = workdir(cell, root)
+    return {"cell": ktree.cell_text(cell), "src": str(src), "good": gsha, "bad": bsha,
+            "db": str(Path(db or store.default_db_path()).resolve()), "boots": boots, "threshold": threshold,
+            "alpha": alpha, "rig": provenance.rig_state()["rig_commit"],
+            "runs": str(Path(runs_root or TOP / "build" / "runs").resolve()),
+            "workdir": {k: str(getattr(wd, k)) for k in ("root", "linux", "obj", "module", "guest", "initrd")}}
+
+
+def run(state: dict) -> dict:
+    """Measure GOOD and BAD, then `git bisect run`; returns {'first_bad', 'subject', 'log', ...}."""
+    t0 = time.monotonic()
+    cell = ktree.parse_cell(state["cell"])
+    wd = ktree.Workdir(*(Path(state["workdir"][k]) for k in
+                         ("root", "linux", "obj", "module", "guest", "initrd")))
+    held = ktree.lock(wd.root / ".lock", "bisect")
+    try:
+        return _run(state, cell, wd, t0)
+    finally:
+        held.close()
+
+
+def _run(state, cell, wd, t0) -> dict:
+    ktree.sync_clone(wd.linux, Path(state["src"]), log=log)
+    state_file = wd.root / "state.json"
+    state_file.write_text(json.dumps(state, indent=1) + "\n")
+    conn = store.connect(state["db"])
+    try:
+        good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]))
+        if not good:
+            raise QrwbenchError(f"GOOD {state['good'][:12]}: no boot succeeded (see build/runs)")
+        ok, why = all_stable(conn, cell, good)
+        if not ok:
+            log(f"GOOD unstable ({why}): measuring {state['boots']} more boots once")
+            good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]), more=True)
+            ok, why = all_stable(conn, cell, good)
+            if not ok:
+                raise QrwbenchError(f"GOOD {state['good'][:12]}'s samples are unstable ({why}): "
+                                    "cannot bisect; try more reps or a quieter cell")
+    finally:
+        conn.close()
+    code = oracle(state, state["bad"])
+    if code != BAD:
+        raise QrwbenchError(f"BAD {state['bad'][:12]} is not judged slower than GOOD "
+                            f"{state['good'][:12]} ({'unstable samples' if code == SKIP else 'no regression'}): "
+                            "nothing to bisect")
+    git = ["git", "-C", str(wd.linux)]
+    subprocess.run([*git, "bisect", "reset", "--quiet"], capture_output=True)
+    r = subprocess.run([*git, "bisect", "start", state["bad"], state["good"]],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise QrwbenchError(f"git bisect start failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    env = dict(os.environ, QRWB_BISECT_STATE=str(state_file), PYTHONPATH=str(TOP / "analysis"))
+    proc = subprocess.Popen([*git, "bisect", "run", str(RUNNER), str(state_file)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    chunks = []
+    for line in proc.stdout:          # shown as it happens, kept for the result
+        chunks.append(line)
+        sys.stdout.write(line)
+        sys.stdout.flush()
+    proc.wait()
+    out = "".join(chunks)
+    blog = subprocess.run([*git, "bisect", "log"], capture_output=True, text=True).stdout
+    (wd.root / "bisect.log").write_text(blog)
+    subprocess.run([*git, "bisect", "reset", "--quiet"], capture_output=True)
+    m = re.search(r"^([0-9a-f]{40}) is the first bad commit", out, re.M)
+    result = {"first_bad": m.group(1) if m else None, "log": blog, "output": out,
+              "seconds": time.monotonic() - t0}
+    if m:
+        result["subject"] = ktree.git(wd.linux, "log", "-1", "--format=%s", m.group(1)).strip()
+    else:
+        cands = re.findall(r"^([0-9a-f]{40})$", out, re.M)
+        result["candidates"] = cands
+    return result
+
+
+def all_stable(conn, cell, run_ids):
+    by = regress._by_metric(ktree.samples_of(conn, cell, run_ids))
+    if not by:
+        return False, "no samples"
+    for (c, v), x in sorted(by.items(), key=lambda kv: kv[0][0].metric(kv[0][1])):
+        ok, why = stats.lkp_stable(x)
+        if not ok:
+            return False, f"{c.metric(v)}: {why}"
+    return True, ""
+
+
+def report(state: dict, result: dict) -> str:
+    if result.get("first_bad"):
+        sha = result["first_bad"]
+        conn = store.connect(state["db"])
+        try:
+            cell = ktree.parse_cell(state["cell"])
+            good = ktree.cell_runs(conn, cell, state["good"], state["rig"])
+            bad = ktree.cell_runs(conn, cell, sha, state["rig"])
+            res = regress.compare_commits(ktree.samples_of(conn, cell, bad),
+                                          ktree.samples_of(conn, cell, good),
+                                          threshold=state["threshold"], alpha=state["alpha"])
+        finally:
+            conn.close()
+        lines = [f"first bad commit: {sha} {result['subject']}"]
+        good_subject = ktree.git(state["workdir"]["linux"], "log", "-1", "--format=%s",
+                                 state["good"]).strip()
+        lines.append(regress.format_report(regress.RegressResult(
+            sha, state["good"], result["subject"], good_subject, res,
+            state["threshold"], state["alpha"])))
+        lines.append(f"bisect took {result['seconds']:.0f} s; log: {Path(state['workdir']['root']) / 'bisect.log'}")
+        return "\n".join(lines)
+    if result.get("candidates"):
+        return ("bisect: could not tell the first bad commit (skipped steps); it is one of: "
+                + ", ".join(c[:12] for c in result["candidates"]))
+    return "bisect: git bisect run did not name a first bad commit (see the output above)"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qrwbench.bisect")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--good", required=True)
+    r.add_argument("--bad", required=True)
+    r.add_argument("--cell", required=True, help=ktree.CELL_SYNTAX)
+    r.add_argument("--kernel-src", default=None)
+    r.add_argument("--db", default=None)
+    r.add_argument("--boots", type=int, default=5)
+    r.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
+    r.add_argument("--alpha", type=float, default=stats.ALPHA)
+    r.add_argument("--workdir", default=None, help="default build/bisect")
+    s = sub.add_parser("step")
+    s.add_argument("state")
+    a = ap.parse_args(argv)
+    if a.cmd == "step":
+        try:
+            state = json.loads(Path(a.state).read_text())
+            sha = ktree.git(state["workdir"]["linux"], "rev-parse", "HEAD").strip()
+            return oracle(state, sha)
+        except Exception as e:      # a broken rig must abort the bisect, not mark commits
+            print(f"bisect: step aborted: {e}", file=sys.stderr)
+            return ABORT
+    try:
+        if not 0 < a.threshold < 100:
+            raise QrwbenchError(f"THRESHOLD {a.threshold}: must be a percentage in (0, 100)")
+        state = prepare(a.good, a.bad, a.cell, a.kernel_src, db=a.db, boots=a.boots,
+                        threshold=a.threshold / 100, alpha=a.alpha, root=a.workdir)
+        log(f"GOOD {state['good'][:12]} BAD {state['bad'][:12]} in {state['src']}; "
+            f"cell {state['cell']}; {state['boots']} boots per step; DB {state['db']}")
+        result = run(state)
+    except QrwbenchError as e:
+        print(f"bisect: error: {e}", file=sys.stderr)
+        return 2
+    print(report(state, result))
+    return 0 if result.get("first_bad") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""Kernels at arbitrary kernel-tree commits: CELL specs, private clones,
+builds, boots (used by `make bench-series` and `make bisect`).
+
+CELL syntax (one boot configuration, like one cell of a matrix)::
+
+    ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
+    x86_64/tcg/max/acqrel/rwlock:impl=kernel,write_pct=0,reps=8,duration_ms=20/1
+
+``k=v`` are the module parameters of bench/module/qrwb_params.def (integers
+or names), checked like a matrix's. A commit of a tree without the series
+(no ``QRWLOCK_ORDERING_<VARIANT>`` in kernel/Kconfig.locks) is built as the
+``unpatched`` variant when VARIANT is ``acqrel`` (the same ordering: 6.12's).
+
+The user's kernel tree is never modified: each work directory holds its own
+git repository (``linux/``, objects borrowed from build/src/linux through
+git alternates when that exists, the user's commits fetched into
+``refs/qrwb-src/``), checked out commit by commit, so git only rewrites the
+files that differ and kbuild's incremental rebuild applies.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import gitutil, matrix, targets
+from .errors import QrwbenchError
+from .targets import TOP
+
+DEFAULT_SRC = TOP / "build" / "src" / "linux"
+CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
+KERNEL_VARIANT = "kernel"     # comparisons: impl=kernel rows, whatever variant label
+
+
+# ------------------------------------------------------------------ CELL
+
+def parse_cell(text: str) -> matrix.Cell:
+    """A matrix.Cell from CELL (see the module docstring); QrwbenchError naming
+    the bad field and what is valid."""
+    if not text:
+        raise QrwbenchError(f"CELL is empty: give CELL={CELL_SYNTAX}, e.g. "
+                            "x86_64/tcg/max/acqrel/rwlock:impl=kernel,write_pct=0/1")
+    parts = text.split("/")
+    if len(parts) != 6:
+        raise QrwbenchError(f"CELL {text!r} has {len(parts)} '/'-separated fields, "
+                            f"need 6: {CELL_SYNTAX}")
+    arch_name, accel, cpu, variant, wl, vcpus = parts
+    workload, _, ptext = wl.partition(":")
+    arch = targets.check_arch(arch_name)
+    targets.check_accel(accel)
+    targets.check_cpu_model(arch, accel, cpu)
+    targets.check_variant(variant)
+    targets.check_workload(workload)
+    if not vcpus.isdigit() or not 1 <= int(vcpus) <= 64:
+        raise QrwbenchError(f"CELL {text!r}: vCPUs {vcpus!r} is not a count in 1..64")
+    params = {}
+    last = None
+    for kv in filter(None, ptext.split(",")):
+        k, eq, v = kv.partition("=")
+        if not eq and last == "ops":       # ops=a,b,c: the list continues
+            params["ops"] += "," + kv
+            continue
+        if not eq or not k:
+            raise QrwbenchError(f"CELL {text!r}: parameter {kv!r} is not k=v")
+        if k in params:
+            raise QrwbenchError(f"CELL {text!r}: parameter {k!r} given twice")
+        params[k] = int(v) if v.isdigit() else v
+        last = k
+    for k, v in params.items():
+        matrix._check_param(Path("CELL"), "CELL", k, v)
+    return matrix.Cell(arch_name, accel, cpu, variant, workload, int(vcpus),
+                       tuple(sorted(params.items())))
+
+
+def cell_text(c: matrix.Cell) -> str:
+    p = ",".join(f"{k}={v}" for k, v in c.params)
+    return f"{c.arch}/{c.accel}/{c.cpu}/{c.variant}/{c.workload}{':' + p if p else ''}/{c.vcpus}"
+
+
+# ------------------------------------------------------------------ git
+
+def git(repo, *args, check=True) -> str:
+    return gitutil.git(repo, *args) if check else _git_soft(repo, *args)
+
+
+def _git_soft(repo, *args) -> str:
+    r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    return r.stdout if r.returncode == 0 else ""
+
+
+def check_tree(src: Path) -> Path:
+    """The user's kernel git tree, checked: a git repo with a kernel, clean."""
+    src = Path(src).resolve()
+    if not gitutil.is_repo(src):
+        raise QrwbenchError(f"KERNEL_SRC {src} is not a git repository"
+                            + ("" if src.exists() else " (it does not exist)"))
+    if _git_soft(src, "rev-parse", "--is-bare-repository").strip() == "true":
+        return src          # no checkout: nothing can be dirty
+    dirty = [ln[3:] for ln in git(src, "status", "--porcelain", "--untracked-files=no").splitlines()]
+    if dirty:
+        raise QrwbenchError(f"kernel tree {src} is dirty ({len(dirty)} changed files: "
+                            f"{', '.join(dirty[:5])}{', ...' if len(dirty) > 5 else ''}): "
+                            "commit or stash them first")
+    return src
+
+
+def resolve(src: Path, ref: str, what: str) -> str:
+    try:
+        return gitutil.rev_parse(src, ref)
+    except QrwbenchError:
+        heads = _git_soft(src, "for-each-ref", "--count=8", "--sort=-committerdate",
+                          "--format=%(refname:short)", "refs/heads", "refs/tags").split()
+        head = _git_soft(src, "rev-parse", "--short=12", "HEAD").strip()
+        raise QrwbenchError(f"{what} {ref!r}: unknown commit in {src} (HEAD is {head or 'none'}; "
+                            f"branches/tags: {', '.join(heads) or 'none'})") from None
+
+
+def has_variant(repo: Path, sha: str, variant: str) -> bool:
+    text = _git_soft(repo, "show", f"{sha}:kernel/Kconfig.locks")
+    return f"config QRWLOCK_ORDERING_{variant.upper()}" in text
+
+
+def build_variant(repo: Path, sha: str, variant: str) -> str:
+    """The variant to build at ``sha``: the cell's, or unpatched for acqrel
+    on a tree without the series; QrwbenchError when neither applies."""
+    if variant == "unpatched" or has_variant(repo, sha, variant):
+        return variant
+    if variant == "acqrel":
+        return "unpatched"
+    raise QrwbenchError(f"commit {sha[:12]} has no QRWLOCK_ORDERING_{variant.upper()} "
+                        "(the series is not applied there); use variant acqrel")
+
+
+# ------------------------------------------------------------------ work dirs
+
+@dataclass
+class Workdir:
+    """One kernel source checkout plus the build outputs of one commit or of a
+    run of commits (``obj`` reused: kbuild rebuilds only what changed)."""
+    root: Path
+    linux: Path
+    obj: Path
+    module: Path
+    guest: Path
+    initrd: Path
+
+    @classmethod
+    def single(cls, root: Path) -> "Workdir":
+        return cls(root, root / "linux", root / "obj", root / "module", root / "guest",
+                   root / "initrd.cpio")
+
+
+def sync_clone(clone: Path, src: Path, log=print) -> None:
+    """Create or update ``clone`` (a private repository) with every ref of ``src``."""
+    if not (clone / ".git").is_dir():
+        log(f"kernel: creating the private checkout {clone} (once)")
+        clone.mkdir(parents=True, exist_ok=True)
+        git(clone, "init", "-q", "-b", "qrwb-work")
+        git(clone, "config", "gc.auto", "0")
+        alt = DEFAULT_SRC / ".git" / "objects"
+        if alt.is_dir():
+            (clone / ".git" / "objects" / "info" / "alternates").write_text(f"{alt}\n")
+    git(clone, "fetch", "-q", "--no-tags", "--force", str(src),
+        "+refs/heads/*:refs/qrwb-src/heads/*", "+refs/tags/*:refs/qrwb-src/tags/*")
+
+
+def checkout(clone: Path, sha: str) -> None:
+    st = _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else ""
+    if st:   # a bisect interrupted before: its state would confuse git bisect start
+        _git_soft(clone, "bisect", "reset", "--quiet")
+    git(clone, "checkout", "-q", "-f", "--detach", sha)
+
+
+def build(wd: Workdir, arch: str, variant: str, log=print) -> None:
+    """Kernel (build-kernel.sh, O=wd.obj), module and initramfs of wd.linux's HEAD."""
+    env = dict(os.environ, QRWB_SRC=str(wd.linux), QRWB_OUT=str(wd.obj), QRWB_KOUT=str(wd.obj),
+               QRWB_MOUT=str(wd.module), QRWB_GDIR=str(wd.guest), QRWB_INITRD=str(wd.initrd),
+               CCACHE_BASEDIR=str(TOP))
+    for cmd in (["kernel/scripts/build-kernel.sh", arch, variant],
+                ["bench/build-module.sh", arch, variant],
+                ["guest/mkinitrd.sh", arch, variant]):
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, cwd=TOP, env=env, capture_output=True, text=True)
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode != 0:
+            raise BuildError(f"{cmd[0]} failed at {git(wd.linux, 'rev-parse', '--short=12', 'HEAD').strip()}: "
+                             + (out.splitlines() or ["?"])[-1])
+        last = out.splitlines()[-1] if out else ""
+        log(f"  {last} [{time.monotonic() - t0:.0f} s]")
+
+
+class BuildError(QrwbenchError):
+    pass
+
+
+# ------------------------------------------------------------------ boots
+
+@contextmanager
+def booting(wd: Workdir):
+    """Make bench.boot_one boot wd's kernel and initramfs (bench.kernel_paths
+    only knows build/kernels/ARCH-VARIANT), with wd.linux as kernel_src."""
+    from . import bench
+    orig, old_env = bench.kernel_paths, os.environ.get("KERNEL_SRC_BUILT")
+
+    def paths(arch, variant):
+        image = wd.obj / targets.ARCHES[arch].image
+        if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
+            raise QrwbenchError(f"kernel in {wd.obj} is not built")
+        if not wd.initrd.exists():
+            raise QrwbenchError(f"initramfs {wd.initrd} is missing")
+        return image, wd.initrd, wd.obj
+
+    bench.kernel_paths = paths
+    os.environ["KERNEL_SRC_BUILT"] = str(wd.linux)
+    try:
+        yield
+    finally:
+        bench.kernel_paths = orig
+        if old_env is None:
+            os.environ.pop("KERNEL_SRC_BUILT", None)
+        else:
+            os.environ["KERNEL_SRC_BUILT"] = old_env
+
+
+def cell_runs(conn, cell: matrix.Cell, sha: str, rig_commit: str | None = None) -> list[str]:
+    """Run ids of ok runs of ``cell`` (any variant label for the kernel) at kernel commit sha."""
+    out = []
+    for r in conn.execute("SELECT run_id, arch, accel, cpu_model, vcpus, workload, cell_params, "
+                          "rig_commit FROM runs WHERE status = 'ok' AND kernel_tree_commit = ?",
+                          (sha,)):
+        if (r["arch"], r["accel"], r["cpu_model"], r["vcpus"], r["workload"]) != \
+                (cell.arch, cell.accel, cell.cpu, cell.vcpus, cell.workload):
+            continue
+        try:
+            params = json.loads(r["cell_params"] or "{}")
+        except ValueError:
+            continue
+        if params != cell.params_dict():
+            continue
+        if rig_commit and r["rig_commit"] != rig_commit:
+            continue
+        out.append(r["run_id"])
+    return out
+
+
+def measure(conn, wd: Workdir, cell: matrix.Cell, sha: str, boots: int, *, runs_root: Path,
+            timeout_s: int = 180, mem_mb: int = 256, log=print) -> list[str]:
+    """Boot ``boots`` guests of ``cell`` on wd's kernel, import them; ok run ids."""
+    from . import bench, provenance, store
+    rig = provenance.rig_state()
+    ok = []
+    with booting(wd):
+        for i in range(boots):
+            nonce = f"{time.time_ns()}-{os.getpid()}-{i}"
+            h = hashlib.sha256(json.dumps([cell.key(), sha, rig["rig_commit"], nonce]).encode()).hexdigest()
+            rid = f"{h[:12]}-k{sha[:12]}-{cell.arch}-{cell.accel}-{cell.cpu}-{cell.variant}-{cell.workload}-{cell.vcpus}v"
+            seed = int(h[12:20], 16) or 1
+            st = bench.boot_one(cell, seed, runs_root / rid, timeout_s, mem_mb,
+                                {"usable": False, "reason": "not probed (kernel commit runs)", "booted": False})
+            res = store.import_run(conn, runs_root / rid)
+            if st["status"] == "ok" and getattr(res, "status", "ok") == "ok":
+                ok.append(rid)
+            else:
+                log(f"  boot {i + 1}/{boots} FAILED: {st.get('reason') or getattr(res, 'reason', '')}")
+    return ok
+
+
+def normalized(samples):
+    """Samples with the impl=kernel variant label replaced by 'kernel', so that
+    a commit built as unpatched compares with one built as acqrel."""
+    out = []
+    for s in samples:
+        if s["impl"] == "kernel":
+            s = dict(s, variant=KERNEL_VARIANT)
+        out.append(s)
+    return out
+
+
+RATIO_GROUP = 0          # reps per ratio sample; 0: all reps of a boot (one sample per boot)
+RATIO_IMPL = "kernel/module"
+
+
+def ratio_mode(cell: matrix.Cell) -> bool:
+    """rwlock cells that measure both the kernel's rwlock and the module's
+    copies (impl=all, the default) are judged on their ratio (see ratio_samples)."""
+    return cell.workload == "rwlock" and cell.params_dict().get("impl", "all") == "all"
+
+
+def ratio_samples(samples, group: int = RATIO_GROUP) -> list[dict]:
+    """One sample per boot (or per group of ``group`` consecutive reps): the median
+    over those reps of kernel rwlock throughput / in-module acqrel copy throughput of the
+    same rep (copy 0). The module's copy does not change with the kernel commit,
+    so the ratio cancels the boot's and the host's speed, which on a shared 2-core
+    TCG host moves absolute numbers by 30-50 % between and within boots. The
+    ratio is stored as ``throughput`` x 1e6 (shown as 'Mops/s' = the ratio)."""
+    import numpy as np
+    ref, ker = {}, {}
+    for s in samples:
+        if s["copy"] != 0:
+            continue
+        k = (s["run_id"], s["rep"])
+        if s["impl"] == "module" and s["variant"] == "acqrel":
+            ref[k] = s
+        elif s["impl"] == "kernel":
+            ker[k] = s
+    groups: dict = {}
+    for k, s in ker.items():
+        if k in ref and ref[k]["throughput"] > 0:
+            groups.setdefault((k[0], k[1] // group if group else 0), []).append((s, s["throughput"] / ref[k]["throughput"]))
+    out = []
+    for (run, g), rows in sorted(groups.items()):
+        if len(rows) < max(1, (group or 2) // 2):
+            continue
+        s = rows[0][0]
+        out.append(dict(s, impl=RATIO_IMPL, variant=KERNEL_VARIANT, rep=g,
+                        throughput=float(np.median([r for _, r in rows])) * 1e6))
+    return out
+
+
+def samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
+    from . import store
+    if not run_ids:
+        return []
+    samples = store.load_samples(conn, run_ids=list(run_ids))
+    return ratio_samples(samples) if ratio_mode(cell) else normalized(samples)
+
+
+def existing_cells(conn) -> list[str]:
+    """CELL texts of what the store holds runs for (for 'matches nothing' errors)."""
+    seen = []
+    for r in conn.execute("SELECT DISTINCT arch, accel, cpu_model, kernel_variant, workload, "
+                          "cell_params, vcpus FROM runs WHERE status = 'ok'"):
+        try:
+            p = json.loads(r["cell_params"] or "{}")
+        except ValueError:
+            p = {}
+        c = matrix.Cell(r["arch"], r["accel"], r["cpu_model"], r["kernel_variant"], r["workload"],
+                        r["vcpus"], tuple(sorted(p.items())))
+        t = cell_text(c)
+        if t not in seen:
+            seen.append(t)
+    return seen
+
+
+def lock(path: Path, what: str):
+    """An exclusive lock on ``path`` (kept while the returned file is open)."""
+    import fcntl
+    path.parent.mkdir(parents=True, exist_ok=True)
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise QrwbenchError(f"another {what} is running on {path.parent}: wait for it to finish") from None
+    return f
+
+
+def eprint(*a):
+    print(*a, file=sys.stderr, flush=True)

@@ -1,0 +1,187 @@
+"""`make bench-series CELL=... [KERNEL_SRC=...] [FROM=qrwbench-base] [TO=HEAD]`:
+benchmark the kernel after each patch of the series, then compare each commit
+with the one before it.
+
+    python3 -m qrwbench.series --cell CELL [--kernel-src DIR] [--from REF] [--to REF]
+                               [--boots 3] [--threshold 5] [--db DB] [--compare-only]
+
+The commits are FROM itself (the reference, built as ``unpatched`` when the
+series is not there and the cell's variant is acqrel) and every commit of
+FROM..TO (git rev-list --reverse --topo-order). One private checkout
+build/kernels/series/src/linux is checked out commit by commit; each commit
+is built into its own O= directory build/kernels/series/<arch>-<variant>-<sha12>/
+(module: build/modules/series/..., initramfs: build/initrd/series/...). The
+O= directories sit at the same depth under the same source path, so ccache
+hits for every file a commit did not change; a re-run with nothing changed
+rebuilds nothing and reuses stored runs (same rig commit, same cell).
+
+Results are stored with the commit as kernel_tree_commit. The comparison of
+commit i with commit i-1 uses ``regress.compare_commits`` (LKP stability rule,
+median ratio with bootstrap CI, Holm-adjusted Mann-Whitney, threshold). The
+kernel's rwlock rows are compared across variant labels (unpatched vs acqrel).
+Exit status: 0 done (changes are reported, not failures), 2 bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import ktree, provenance, regress, stats, store
+from .errors import QrwbenchError
+from .targets import TOP
+
+ROOT = TOP / "build"
+
+
+def commits(src: Path, frm: str, to: str) -> list[str]:
+    f = ktree.resolve(src, frm, "FROM")
+    t = ktree.resolve(src, to, "TO")
+    if f != t and subprocess_ok(src, "merge-base", "--is-ancestor", f, t) is False:
+        raise QrwbenchError(f"FROM {frm} ({f[:12]}) is not an ancestor of TO {to} ({t[:12]}) in {src}")
+    out = ktree.git(src, "rev-list", "--reverse", "--topo-order", f"{f}..{t}").split()
+    return [f] + out
+
+
+def subprocess_ok(repo, *args) -> bool:
+    import subprocess
+    return subprocess.run(["git", "-C", str(repo), *args]).returncode == 0
+
+
+def workdir(cell, variant: str, sha: str, src_clone: Path) -> ktree.Workdir:
+    name = f"{cell.arch}-{variant}-{sha[:12]}"
+    return ktree.Workdir(ROOT / "kernels" / "series", src_clone, ROOT / "kernels" / "series" / name,
+                         ROOT / "modules" / "series" / name, ROOT / "guest" / "series" / cell.arch,
+                         ROOT / "initrd" / "series" / f"{name}.cpio")
+
+
+def bench_series(cell_text: str, kernel_src=None, *, frm="qrwbench-base", to="HEAD", db=None,
+                 boots=5, compare_only=False, log=print) -> list[str]:
+    """Measure each commit (unless compare_only); returns the commit list."""
+    cell = ktree.parse_cell(cell_text)
+    src = Path(kernel_src or ktree.DEFAULT_SRC).resolve()
+    if not ktree.gitutil.is_repo(src):
+        raise QrwbenchError(f"kernel tree {src} is not a git repository: run 'make tree' "
+                            "or give KERNEL_SRC=/path/to/linux")
+    shas = commits(src, frm, to)
+    if compare_only:
+        return shas
+    dirty = ktree.git(src, "status", "--porcelain", "--untracked-files=no").strip()
+    if dirty:
+        log(f"series: note: {src} has uncommitted changes; only its commits are built")
+    for s in shas:
+        ktree.build_variant(src, s, cell.variant)       # fails early, naming the commit
+    clone = ROOT / "kernels" / "series" / "src" / "linux"
+    held = ktree.lock(ROOT / "kernels" / "series" / ".lock", "bench-series")
+    try:
+        _measure_all(cell, src, clone, shas, db, boots, log)
+    finally:
+        held.close()
+    return shas
+
+
+def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
+    ktree.sync_clone(clone, src, log=log)
+    rig = provenance.rig_state()["rig_commit"]
+    conn = store.connect(db)
+    t0 = time.monotonic()
+    try:
+        for i, sha in enumerate(shas, 1):
+            variant = ktree.build_variant(src, sha, cell.variant)
+            wd = workdir(cell, variant, sha, clone)
+            subj = ktree.git(src, "log", "-1", "--format=%s", sha).strip()
+            have = ktree.cell_runs(conn, cell, sha, rig)
+            log(f"series [{i}/{len(shas)}] {sha[:12]} {subj}: {len(have)} of {boots} boots stored")
+            if len(have) >= boots:
+                continue
+            ktree.checkout(clone, sha)
+            ktree.build(wd, cell.arch, variant, log=log)
+            bcell = cell if variant == cell.variant else type(cell)(
+                cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
+            ktree.measure(conn, wd, bcell, sha, boots - len(have), runs_root=ROOT / "runs", log=log)
+    finally:
+        conn.close()
+    log(f"series: measured {len(shas)} commits in {time.monotonic() - t0:.0f} s")
+
+
+def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
+               threshold=regress.DEFAULT_THRESHOLD, alpha=stats.ALPHA) -> str:
+    """Per-commit table: each commit against the one before it."""
+    cell = ktree.parse_cell(cell_text)
+    conn = store.connect(db, create=False)
+    try:
+        runs = {s: ktree.cell_runs(conn, cell, s) for s in shas}
+        if not any(runs.values()):
+            have = ktree.existing_cells(conn)
+            raise QrwbenchError(f"CELL {cell_text} matches no stored runs of these commits; "
+                                f"cells with runs: {'; '.join(have[:8]) or 'none'}")
+        samples = {s: ktree.samples_of(conn, cell, r) for s, r in runs.items()}
+    finally:
+        conn.close()
+    lines = [f"qrwbench bench-series: {ktree.cell_text(cell)}",
+             f"rule: each commit vs the one before; change of medians beyond {threshold:.0%} with "
+             f"Holm-adjusted Mann-Whitney p < {alpha:g}, CI excluding 0, LKP-stable samples", ""]
+    unit = "kernel/module ratio" if ktree.ratio_mode(cell) else "Mops/s"
+    prev = None
+    metrics = sorted({(stats.Cell.of(x), x["variant"]) for v in samples.values() for x in v
+                      if x["copy"] == 0}, key=lambda k: k[0].metric(k[1]))
+    for sha in shas:
+        subj = ktree.git(src, "log", "-1", "--format=%s", sha).strip()
+        med = regress._by_metric(samples[sha])
+        lines.append(f"{sha[:12]} {subj}  ({len(runs[sha])} boots)")
+        if not samples[sha]:
+            lines.append("    no results")
+            continue
+        res = {}
+        if prev is not None and samples[prev]:
+            for r in regress.compare_commits(samples[sha], samples[prev], threshold=threshold, alpha=alpha):
+                res[(r.cell, r.variant)] = r
+        for key in metrics:
+            if key not in med:
+                continue
+            x = med[key]
+            r = res.get(key)
+            if r is None:
+                change = "reference" if prev is None else "-"
+            elif r.test is not None and r.test.judged:
+                change = f"{r.test.pct_change:+6.1f}% {r.status}"
+            else:
+                change = f"{r.status}: {r.why}"
+            ok, why = stats.lkp_stable(x)
+            lines.append(f"    {float(sorted(x)[len(x) // 2]) / 1e6:10.4g} {unit}  "
+                         f"±{stats.cv(x) * 100:3.0f}%  {change:<28} {key[0].metric(key[1])}"
+                         + ("" if ok else f"  [{why}]"))
+            if r is not None and r.status in (regress.REGRESSION, regress.IMPROVEMENT):
+                lines.append(f"    => {r.test.pct_change:+.1f}% {r.status} of {r.metric} due to commit "
+                             f"{sha[:12]} {subj}")
+        prev = sha
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qrwbench.series")
+    ap.add_argument("--cell", required=True, help=ktree.CELL_SYNTAX)
+    ap.add_argument("--kernel-src", default=None)
+    ap.add_argument("--from", dest="frm", default="qrwbench-base")
+    ap.add_argument("--to", default="HEAD")
+    ap.add_argument("--db", default=None)
+    ap.add_argument("--boots", type=int, default=5)
+    ap.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
+    ap.add_argument("--compare-only", action="store_true", help="only print the comparison")
+    a = ap.parse_args(argv)
+    try:
+        if a.boots < 1:
+            raise QrwbenchError(f"BOOTS {a.boots}: need at least 1")
+        shas = bench_series(a.cell, a.kernel_src, frm=a.frm, to=a.to, db=a.db, boots=a.boots,
+                            compare_only=a.compare_only)
+        print(comparison(a.cell, shas, Path(a.kernel_src or ktree.DEFAULT_SRC).resolve(),
+                         db=a.db, threshold=a.threshold / 100))
+    except QrwbenchError as e:
+        print(f"series: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

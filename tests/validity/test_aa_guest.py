@@ -1,0 +1,83 @@
+"""A/A calibration on real guests (issue 5): identical code measured as two
+variants shows no significant difference, and a deliberately injected cost
+(aa_inject_mb=1: copy 1 adds one smp_mb() per op) is detected, with the right
+sign. x86_64 TCG, the same boot and statistics code `make bench` uses; no
+timing thresholds, only the tests' verdicts. About 1 minute of guest time."""
+import pytest
+from scipy import stats as sps
+
+from conftest import kernel_dir
+from qrwbench import bench, matrix, stats, store
+
+pytestmark = pytest.mark.guest
+NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
+AA_OPS = "atomic_add_return,atomic_cmpxchg,smp_load_acquire"
+AA_BOOTS = 3
+
+
+def boot_samples(tmp_path, name, seed, vcpus=2, **params):
+    kernel_dir("x86_64", "acqrel")
+    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, tuple(sorted(params.items())))
+    d = tmp_path / name
+    st = bench.boot_one(c, seed, d, 120, 256, NO_KVM)
+    assert st["status"] == "ok", st
+    db = tmp_path / "results.sqlite"
+    res = store.import_run(db, d)
+    assert res.status == "ok", res
+    conn = store.connect(db)
+    try:
+        return store.load_samples(conn, run_ids=[res.run_id])
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def aa_boots(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("aa")
+    return [boot_samples(tmp, f"aa{i}", 1000 + i, ops=AA_OPS, placement="percpu",
+                         reps=8, duration_ms=3) for i in range(AA_BOOTS)]
+
+
+def aa_verdicts(samples) -> dict:
+    """{(op, variant): verdict} of copy 1 vs copy 0, Holm-adjusted over the family."""
+    aa = stats.aa_control(samples, boots=False, n_resamples=500)
+    judged = [r for r in aa.results if r.test.judged]
+    padj = stats.adjust([r.test.p_value for r in judged])
+    return {(r.cell.op, r.variant): stats.verdict(r.test, p) for r, p in zip(judged, padj)}
+
+
+def test_aa_identical_copies_show_no_significant_difference(aa_boots):
+    verdicts = aa_verdicts([s for b in aa_boots for s in b])
+    assert {"atomic_add_return", "atomic_cmpxchg", "smp_load_acquire"} <= {op for op, _ in verdicts}
+    assert len(verdicts) >= 9
+    assert set(verdicts.values()) == {stats.NO_DIFF}, verdicts
+
+
+def test_aa_false_positives_per_boot_are_consistent_with_alpha(aa_boots):
+    k = n = 0
+    for b in aa_boots:
+        aa = stats.aa_control(b, boots=False, n_resamples=500)
+        k += aa.n_significant
+        n += aa.n_judged
+    assert n >= AA_BOOTS * 9
+    p = sps.binomtest(k, n, stats.ALPHA, alternative="greater").pvalue
+    assert p >= 0.01, f"{k} of {n} A/A comparisons significant at alpha {stats.ALPHA}: binomial p={p:.3g}"
+
+
+def test_injected_barrier_is_detected_as_slower(tmp_path):
+    # one vCPU: the guest competes less with the (shared, 2-core) host's load
+    samples = boot_samples(tmp_path, "inject", 77, vcpus=1, ops="atomic_add_return,smp_load_acquire",
+                           placement="percpu", reps=60, duration_ms=2, aa_inject_mb=1)
+    aa = stats.aa_control(samples, boots=False, n_resamples=500)
+    got = {(r.cell.op, r.variant): r for r in aa.results}
+    want = [("atomic_add_return", o) for o in ("full", "acquire", "release", "relaxed")]
+    want.append(("smp_load_acquire", "acquire"))
+    padj = dict(zip(got, stats.adjust([r.test.p_value for r in got.values()])))
+    for key in want:
+        r = got[key]
+        assert r.test.judged, (key, r.test.why)
+        # copy 1 (with the barrier) against copy 0: less throughput
+        assert stats.verdict(r.test, padj[key]) == stats.SLOWER, (key, r.test)
+        assert r.significant and r.test.ratio_high < 1.0
+    # the A/A check above would have failed on this boot: it can fail
+    assert set(aa_verdicts(samples).values()) != {stats.NO_DIFF}

@@ -1,0 +1,138 @@
+"""The ordering audit of the benchmark module (qrwbench.audit, `make audit`):
+it finds the differences that the orderings must make, and none where the
+code is the same (issue 5). Reads the modules `make test` builds."""
+import json
+
+import pytest
+
+from conftest import BUILD, TOP, kernel_dir
+from qrwbench import audit, codeid, stats
+
+ORDERINGS = ("full", "acquire", "release", "relaxed")
+
+
+def module(arch, variant="acqrel"):
+    kd = kernel_dir(arch, variant)
+    ko = BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
+    if not ko.exists():
+        pytest.fail(f"{ko} is not built: run the tests through 'make test'")
+    return audit.audit_module(ko, arch, variant, kd)
+
+
+@pytest.fixture(scope="module")
+def x86():
+    return module("x86_64")
+
+
+@pytest.fixture(scope="module")
+def arm64():
+    return module("arm64")
+
+
+@pytest.fixture(scope="module")
+def arm64_full():
+    return module("arm64", "full")
+
+
+def test_every_op_of_the_table_is_audited(x86, arm64):
+    rows = audit.op_table()
+    assert len(rows) > 100
+    for m in (x86, arm64):
+        assert m["missing_loops"] == []
+        assert {(op, o) for op, d in m["ops"].items() for o in d} == set(rows)
+
+
+def test_x86_all_orderings_of_add_return_are_one_lock_xadd(x86):
+    e = x86["ops"]["atomic_add_return"]
+    assert {o: e[o]["order"] for o in ORDERINGS} == {o: ["lock xadd"] for o in ORDERINGS}
+    assert len({e[o]["hash"]["c0"] for o in ORDERINGS}) == 1
+    groups = [g for g in audit.module_identical([x86])
+              if g["impl"] == "inline" and g["op"] == "atomic_add_return"]
+    assert groups == [{"arch": "x86_64", "impl": "inline", "workload": "atomics",
+                       "op": "atomic_add_return", "variants": sorted(ORDERINGS)}]
+
+
+LSE = {"full": ["ldaddal"], "acquire": ["ldadda"], "release": ["ldaddl"], "relaxed": ["ldadd"]}
+LLSC = {"full": ["ldxr", "stlxr", "dmb ish"], "acquire": ["ldaxr", "stxr"],
+        "release": ["ldxr", "stlxr"], "relaxed": ["ldxr", "stxr"]}
+
+
+@pytest.mark.parametrize("ordering", ORDERINGS)
+def test_arm64_add_return_lse_and_llsc_forms(arm64, ordering):
+    e = arm64["ops"]["atomic_add_return"][ordering]
+    assert e["paths"]["lse"]["order"] == LSE[ordering]
+    assert e["paths"]["llsc"]["order"] == LLSC[ordering]
+    assert e["promise"] == []
+
+
+def test_arm64_orderings_are_all_different_code(arm64):
+    e = arm64["ops"]["atomic_add_return"]
+    assert len({e[o]["hash"]["c0"] for o in ORDERINGS}) == 4
+    assert not [g for g in audit.module_identical([arm64]) if g.get("op") == "atomic_add_return"]
+
+
+def test_arm64_inplace_alternative_xchg_has_swp_forms(arm64):
+    # xchg is patched in place (ARM64_LSE_ATOMIC_INSN), not through a branch
+    e = arm64["ops"]["atomic_xchg"]
+    assert [e[o]["paths"]["lse"]["order"] for o in ORDERINGS] == [["swpal"], ["swpa"], ["swpl"], ["swp"]]
+    assert e["acquire"]["paths"]["llsc"]["order"] == ["ldaxr", "stxr"]
+
+
+def test_copy0_and_copy1_are_identical_code_and_c1mb_adds_one_barrier(x86, arm64):
+    for m in (x86, arm64):
+        for op, d in m["ops"].items():
+            for o, e in d.items():
+                assert e["copies_identical"], (m["arch"], op, o, e["hash"])
+                assert set(e["inject_adds"].values()) == {1}, (m["arch"], op, o, e["inject_adds"])
+        assert m["locks"]["acqrel_c0"]["hash"] == m["locks"]["acqrel_c1"]["hash"]
+        assert m["locks"]["acqrel_c0"]["hash"] != m["locks"]["acqrel_c1mb"]["hash"]
+
+
+def test_no_ordering_compiles_weaker_than_its_name(x86, arm64):
+    for m in (x86, arm64):
+        bad = [f["text"] for f in m["findings"] if f["kind"] not in ("stronger", "page-crossing")]
+        assert bad == [], bad
+
+
+def test_arm64_stronger_than_named_is_only_the_lse_sub_return_quirk(arm64):
+    # 6.12: __lse_atomic_sub_return##name() calls the fully ordered
+    # __lse_atomic_fetch_sub(); atomic_dec_return_* uses it too. atomic64 is fine.
+    strong = {(f["op"], f["ordering"], f["path"]) for f in arm64["findings"] if f["kind"] == "stronger"}
+    assert strong == {(op, o, "lse") for op in ("atomic_sub_return", "atomic_dec_return")
+                      for o in ("acquire", "release", "relaxed")}
+    assert arm64["ops"]["atomic_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddal"]
+    assert arm64["ops"]["atomic64_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddl"]
+
+
+def test_promise_check_can_fail():
+    rec = {"order": ["ldadd"], "paths": {"lse": {"order": ["ldadd"]}, "llsc": {"order": ["ldxr", "stxr"]}}}
+    got = audit.check_promise("arm64", "atomic_add_return", "acquire", rec)
+    assert {(f["kind"], f["path"]) for f in got} == {("weaker", "lse"), ("weaker", "llsc")}
+    rec = {"order": [], "locked": 0, "fences": 0, "counts": {}}
+    assert audit.check_promise("x86_64", "atomic_add_return", "full", rec)[0]["kind"] == "missing"
+
+
+def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
+    # x86: the relaxed and acqrel module copies are the same code (TSO), full differs
+    groups = [g["variants"] for g in audit.module_identical([x86]) if g["impl"] == "module"]
+    assert groups == [["acqrel", "relaxed"]]
+    assert not [g for g in audit.module_identical([arm64]) if g["impl"] == "module"]
+    # arm64: the kernel variant's inlined fast paths are in qrwb_kernel_loop
+    acq = arm64["locks"]["kernel"]["loop_paths"]["lse"]
+    full = arm64_full["locks"]["kernel"]["loop_paths"]["lse"]
+    assert "ldadda" in acq and "casa" in acq and "stlrb" in acq
+    assert "ldadda" not in full and "casal" in full and "stlrb" not in full
+    assert arm64["locks"]["kernel"]["hash"] != arm64_full["locks"]["kernel"]["hash"]
+
+
+def test_audit_json_labels_identical_code_through_codeid(tmp_path):
+    kernels = [kernel_dir("x86_64", "acqrel"), kernel_dir("arm64", "acqrel")]
+    assert audit.main(["--out", str(tmp_path), *map(str, kernels)]) == 0
+    doc = json.loads((tmp_path / "audit.json").read_text())
+    assert doc["schema"] == 1 and len(doc["modules"]) == 2
+    a = codeid.load_audit(tmp_path / "audit.json")
+    cell = stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return", "percpu", "{}")
+    assert a.is_identical(cell, "acquire", "full")
+    assert not a.is_identical(cell.replace(arch="arm64"), "acquire", "full")
+    assert any("sub_return" in n["text"] and n["arch"] == "arm64" for n in a.notes)
+    assert "IDENTICAL CODE: x86_64 inline atomic_add_return" in (tmp_path / "audit.txt").read_text()
