@@ -1,0 +1,44 @@
+"""`make torture`: violations of correct orderings fail it, relaxed's are only reported."""
+import pytest
+
+from conftest import TOP, kernel_dir
+from qrwbench import matrix, torture
+
+
+def test_verdicts_fail_only_for_correct_orderings():
+    cells = {("arm64", "max", "acqrel", "kernel", "acqrel"): [0, 100],
+             ("arm64", "max", "acqrel", "module", "relaxed"): [3, 100]}
+    text, bad = torture.format_report(cells, [])
+    assert not bad and "violations observed (expected: relaxed is not a lock)" in text
+    cells[("arm64", "max", "full", "kernel", "full")] = [1, 100]
+    text, bad = torture.format_report(cells, [])
+    assert bad and "VIOLATED: BUG" in text
+    # The kernel rwlock of a relaxed kernel is allowed to break.
+    assert not torture.must_hold("relaxed", "kernel", "relaxed")
+    assert torture.must_hold("relaxed", "module", "acqrel")
+
+
+def test_minutes_scale_the_windows(tmp_path):
+    m = matrix.load(TOP / "bench" / "matrix" / "torture.toml")
+    cells = matrix.cells(m)
+    short = torture.scaled(m, cells, 0.5)
+    long = torture.scaled(m, cells, 5)
+    d = lambda cs: dict(cs[0].params)["duration_ms"]
+    assert d(long) > d(short) >= 1
+    assert all(dict(c.params)["check_exclusion"] == 1 for c in short)
+
+
+@pytest.mark.guest
+def test_short_torture_run_reports_zero_violations_for_acqrel(tmp_path):
+    kernel_dir("x86_64", "acqrel")
+    mfile = tmp_path / "t.toml"
+    mfile.write_text((TOP / "bench" / "matrix" / "torture.toml").read_text()
+                     .replace('variants = ["full", "acqrel", "relaxed"]', 'variants = ["acqrel"]')
+                     .replace('[[target]]\narch = "arm64"\naccel = "tcg"\ncpu = "max"\n', "")
+                     .replace('[[target]]\narch = "arm64"\naccel = "tcg"\ncpu = "cortex-a57"\n', ""))
+    assert "arm64" not in mfile.read_text()
+    rc = torture.main(["--minutes", "0.1", "--matrix", str(mfile), "--out", str(tmp_path / "out")])
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert rc == 0, report
+    assert "| x86_64 | max | acqrel | kernel | acqrel |" in report
+    assert "VIOLATED" not in report
