@@ -164,7 +164,8 @@ def kvm_verdict(m: matrix.Matrix) -> dict:
                            (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
         d = TOP / "build" / "kvm-probe-run"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
-        return st["status"] == "ok", st.get("reason", "")
+        tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
+        return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
 
     try:
         image, _, _ = kernel_paths("x86_64", "acqrel")
