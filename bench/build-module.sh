@@ -24,11 +24,7 @@ variant=${2:-}
 
 die() { echo "build-module: $*" >&2; exit 1; }
 
-case "$arch" in
-x86_64)	karch=x86_64; cross= ;;
-arm64)	karch=arm64; cross=aarch64-linux-gnu- ;;
-*)	die "unknown ARCH '${arch}': valid are x86_64 arm64" ;;
-esac
+. "$top/kernel/scripts/arch.sh"
 [ -n "$variant" ] || die "usage: build-module.sh ARCH VARIANT (VARIANT: acqrel, full, relaxed, unpatched)"
 
 kout=${QRWB_KOUT:-$top/build/kernels/$arch-$variant}

@@ -28,11 +28,7 @@ variant=${2:-}
 
 die() { echo "mkinitrd: $*" >&2; exit 1; }
 
-case "$arch" in
-x86_64)	karch=x86_64; cross= ;;
-arm64)	karch=arm64; cross=aarch64-linux-gnu- ;;
-*)	die "unknown ARCH '${arch}': valid are x86_64 arm64" ;;
-esac
+. "$top/kernel/scripts/arch.sh"
 [ -n "$variant" ] || die "usage: mkinitrd.sh ARCH VARIANT"
 
 src=${QRWB_SRC:-$top/build/src/linux}
