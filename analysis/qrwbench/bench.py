@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import kvm, matrix, provenance, qemu, targets
+from . import kvm, matrix, perf, provenance, qemu, targets
 from .targets import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
@@ -77,7 +77,15 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
             "overcommitted": cell.vcpus > targets.host_cpus(), "seed": seed,
             "started_at": provenance.now(), **(extra or {})}
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
-    status = qemu.boot(cmd, run_dir, timeout_s)
+    use_perf = os.environ.get("QRWB_PERF") == "1" and perf.available()
+    status = qemu.boot((perf.stat_prefix(run_dir / "perf.csv") if use_perf else []) + cmd, run_dir, timeout_s)
+    if use_perf and (run_dir / "perf.csv").exists():
+        # Host-side counters of the whole QEMU process (QRWB_PERF=1).
+        try:
+            counts = perf.parse_stat_csv((run_dir / "perf.csv").read_text())
+        except ValueError as e:
+            counts = {"error": str(e)}
+        (run_dir / "perf.json").write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
     prov["finished_at"] = provenance.now()
     prov["qemu_cmd"] = shlex.split((run_dir / "qemu.cmd").read_text())   # exactly what ran
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
