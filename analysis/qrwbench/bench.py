@@ -29,8 +29,13 @@ from .targets import TOP, InputError
 RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
 
 
-def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path]:
-    """(kernel image, initrd, kernel build dir) of a cell, checked to exist."""
+def kernel_src(variant: str) -> Path:
+    """The tree the rig's own build of `variant` comes from."""
+    return TOP / "build" / "src" / ("linux-unpatched" if variant == "unpatched" else "linux")
+
+
+def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
+    """(kernel image, initrd, kernel build dir, source tree) of a cell, checked to exist."""
     kdir = TOP / "build" / "kernels" / f"{arch}-{variant}"
     image = kdir / targets.ARCHES[arch].image
     initrd = TOP / "build" / "initrd" / f"{arch}-{variant}.cpio"
@@ -38,7 +43,7 @@ def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path]:
         raise InputError(f"kernel {arch}-{variant} is not built: run 'make kernel ARCH={arch} VARIANT={variant}'")
     if not initrd.exists():
         raise InputError(f"initramfs {initrd} is missing: run 'make guests'")
-    return image, initrd, kdir
+    return image, initrd, kdir, kernel_src(variant)
 
 
 def append_for(cell: matrix.Cell, seed: int) -> str:
@@ -56,12 +61,13 @@ def run_id(boot: matrix.Boot, rig: dict, nonce: str) -> str:
 
 
 def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
-             kvm_probe: dict, extra: dict | None = None) -> dict:
-    """Boot one guest for `cell`, save everything in run_dir; return the status."""
+             kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None) -> dict:
+    """Boot one guest for `cell`, save everything in run_dir; return the status.
+
+    `kernel` is (image, initrd, build dir, source tree); default: the rig's
+    own build of the cell's arch and variant (kernel_paths)."""
     from . import records   # the console parser (analysis side)
-    image, initrd, kdir = kernel_paths(cell.arch, cell.variant)
-    src = Path(os.environ.get("KERNEL_SRC_BUILT", TOP / "build" / "src" / (
-        "linux-unpatched" if cell.variant == "unpatched" else "linux")))
+    image, initrd, kdir, src = kernel or kernel_paths(cell.arch, cell.variant)
     cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
                        append_for(cell, seed))
     if run_dir.exists():
@@ -176,7 +182,7 @@ def kvm_verdict(m: matrix.Matrix) -> dict:
         return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
 
     try:
-        image, _, _ = kernel_paths("x86_64", "acqrel")
+        image = kernel_paths("x86_64", "acqrel")[0]
     except InputError as e:
         return {"usable": False, "reason": str(e), "booted": False}
     return kvm.probe("x86_64", boot=probe_boot, kernel=image)

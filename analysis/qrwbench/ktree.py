@@ -25,7 +25,6 @@ import os
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,31 +200,14 @@ class BuildError(QrwbenchError):
 
 # ------------------------------------------------------------------ boots
 
-@contextmanager
-def booting(wd: Workdir):
-    """Make bench.boot_one boot wd's kernel and initramfs (bench.kernel_paths
-    only knows build/kernels/ARCH-VARIANT), with wd.linux as kernel_src."""
-    from . import bench
-    orig, old_env = bench.kernel_paths, os.environ.get("KERNEL_SRC_BUILT")
-
-    def paths(arch, variant):
-        image = wd.obj / targets.ARCHES[arch].image
-        if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
-            raise QrwbenchError(f"kernel in {wd.obj} is not built")
-        if not wd.initrd.exists():
-            raise QrwbenchError(f"initramfs {wd.initrd} is missing")
-        return image, wd.initrd, wd.obj
-
-    bench.kernel_paths = paths
-    os.environ["KERNEL_SRC_BUILT"] = str(wd.linux)
-    try:
-        yield
-    finally:
-        bench.kernel_paths = orig
-        if old_env is None:
-            os.environ.pop("KERNEL_SRC_BUILT", None)
-        else:
-            os.environ["KERNEL_SRC_BUILT"] = old_env
+def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
+    """(image, initrd, build dir, source tree) of wd, for bench.boot_one(kernel=...)."""
+    image = wd.obj / targets.ARCHES[arch].image
+    if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
+        raise QrwbenchError(f"kernel in {wd.obj} is not built")
+    if not wd.initrd.exists():
+        raise QrwbenchError(f"initramfs {wd.initrd} is missing")
+    return image, wd.initrd, wd.obj, wd.linux
 
 
 def cell_runs(conn, cell: matrix.Cell, sha: str, rig_commit: str | None = None) -> list[str]:
@@ -255,19 +237,20 @@ def measure(conn, wd: Workdir, cell: matrix.Cell, sha: str, boots: int, *, runs_
     from . import bench, provenance, store
     rig = provenance.rig_state()
     ok = []
-    with booting(wd):
-        for i in range(boots):
-            nonce = f"{time.time_ns()}-{os.getpid()}-{i}"
-            h = hashlib.sha256(json.dumps([cell.key(), sha, rig["rig_commit"], nonce]).encode()).hexdigest()
-            rid = f"{h[:12]}-k{sha[:12]}-{cell.arch}-{cell.accel}-{cell.cpu}-{cell.variant}-{cell.workload}-{cell.vcpus}v"
-            seed = int(h[12:20], 16) or 1
-            st = bench.boot_one(cell, seed, runs_root / rid, timeout_s, mem_mb,
-                                {"usable": False, "reason": "not probed (kernel commit runs)", "booted": False})
-            res = store.import_run(conn, runs_root / rid)
-            if st["status"] == "ok" and getattr(res, "status", "ok") == "ok":
-                ok.append(rid)
-            else:
-                log(f"  boot {i + 1}/{boots} FAILED: {st.get('reason') or getattr(res, 'reason', '')}")
+    kernel = built_kernel(wd, cell.arch)
+    for i in range(boots):
+        nonce = f"{time.time_ns()}-{os.getpid()}-{i}"
+        h = hashlib.sha256(json.dumps([cell.key(), sha, rig["rig_commit"], nonce]).encode()).hexdigest()
+        rid = f"{h[:12]}-k{sha[:12]}-{cell.arch}-{cell.accel}-{cell.cpu}-{cell.variant}-{cell.workload}-{cell.vcpus}v"
+        seed = int(h[12:20], 16) or 1
+        st = bench.boot_one(cell, seed, runs_root / rid, timeout_s, mem_mb,
+                            {"usable": False, "reason": "not probed (kernel commit runs)", "booted": False},
+                            kernel=kernel)
+        res = store.import_run(conn, runs_root / rid)
+        if st["status"] == "ok" and getattr(res, "status", "ok") == "ok":
+            ok.append(rid)
+        else:
+            log(f"  boot {i + 1}/{boots} FAILED: {st.get('reason') or getattr(res, 'reason', '')}")
     return ok
 
 
