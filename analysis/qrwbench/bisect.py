@@ -16,7 +16,7 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
 * boot ``--boots`` guests (results stored with the commit as kernel_tree_commit;
   runs of the same rig commit already in the store are reused);
 * both sides must pass LKP's stability rule (>= 3 samples, min-max gap <= 20 %,
-  relative stddev <= 20 %, ``stats.lkp_stable``); if not, measure ``--boots`` more
+  relative stddev <= 20 %, after Tukey's fences: ``stats.stable_samples``); if not, measure ``--boots`` more
   once; still unstable: 125 (skip);
 * compare with GOOD's samples (``regress.compare_commits``: median ratio,
   bootstrap CI, Holm-adjusted Mann-Whitney): a regression of any metric beyond
@@ -234,7 +234,7 @@ def all_stable(conn, cell, run_ids):
     if not by:
         return False, "no samples"
     for (c, v), x in sorted(by.items(), key=lambda kv: kv[0][0].metric(kv[0][1])):
-        ok, why = stats.lkp_stable(x)
+        ok, why = stats.stable_samples(x)
         if not ok:
             return False, f"{c.metric(v)}: {why}"
     return True, ""

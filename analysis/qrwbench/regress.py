@@ -5,7 +5,8 @@ Compares the results of a target commit (default ``HEAD``) with a base commit
 metric by metric (cell x variant, copy 0, throughput):
 
 1. each side must hold >= 3 samples that pass LKP's stability rule (min-max
-   gap <= 20 %, relative stddev <= 20 %), else the metric is "could not judge";
+   gap <= 20 %, relative stddev <= 20 %; ``stats.stable_samples`` applies it
+   after Tukey's fences), else the metric is "could not judge";
 2. the change is the ratio of medians target/base with a 95 % bootstrap CI and
    a two-sided Mann-Whitney U test, Holm-adjusted over all judged metrics;
 3. a metric regressed when the adjusted p < alpha, the CI excludes 1 and the
@@ -89,8 +90,8 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
     results = []
     for i, key in enumerate(sorted(set(tgt) & set(base))):
         r = MetricResult(key[0], key[1], base[key], tgt[key])
-        ok_b, why_b = stats.lkp_stable(r.base)
-        ok_t, why_t = stats.lkp_stable(r.target)
+        ok_b, why_b = stats.stable_samples(r.base)
+        ok_t, why_t = stats.stable_samples(r.target)
         r.separate = stats.samples_separate(r.base, r.target)
         if not (ok_b and ok_t):
             r.why = f"base: {why_b}" if not ok_b else f"target: {why_t}"
@@ -210,7 +211,7 @@ def format_report(res: RegressResult) -> str:
              f"{'Holm' if res.correction == 'holm' else 'Benjamini-Hochberg'}-adjusted "
              f"Mann-Whitney p < {res.alpha:g} and a 95% CI of the change excluding 0;",
              "samples must pass LKP's stability rule (>= 3, min-max gap <= 20%, "
-             "stddev <= 20%)", ""]
+             "stddev <= 20%, outside Tukey's fences set aside)", ""]
     for r in sorted(res.results, key=lambda r: (r.status != REGRESSION, r.metric)):
         if r.status in (REGRESSION, IMPROVEMENT):
             lines.append(f"{r.test.pct_change:+.1f}% {r.status} of {r.metric} due to commit "

@@ -148,7 +148,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                 change = f"{r.test.pct_change:+6.1f}% {r.status}"
             else:
                 change = f"{r.status}: {r.why}"
-            ok, why = stats.lkp_stable(x)
+            ok, why = stats.stable_samples(x)
             lines.append(f"    {float(sorted(x)[len(x) // 2]) / 1e6:10.4g} {unit}  "
                          f"±{stats.cv(x) * 100:3.0f}%  {change:<28} {key[0].metric(key[1])}"
                          + ("" if ok else f"  [{why}]"))
