@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from . import kvm, matrix, perf, provenance, qemu, targets
+from . import pin as pinmod
 from .targets import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
@@ -61,15 +62,18 @@ def run_id(boot: matrix.Boot, rig: dict, nonce: str) -> str:
 
 
 def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
-             kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None) -> dict:
+             kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None,
+             pin: bool = False) -> dict:
     """Boot one guest for `cell`, save everything in run_dir; return the status.
 
     `kernel` is (image, initrd, build dir, source tree); default: the rig's
-    own build of the cell's arch and variant (kernel_paths)."""
+    own build of the cell's arch and variant (kernel_paths). ``pin``: bind
+    vCPU n to host CPU n mod the usable CPUs (pin.py; status["pinning"])."""
     from . import records   # the console parser (analysis side)
     image, initrd, kdir, src = kernel or kernel_paths(cell.arch, cell.variant)
     cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
                        append_for(cell, seed))
+    pin_plan = pinmod.plan(cell.vcpus) if pin else None
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True)
@@ -81,17 +85,14 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
             "qemu_binary": cmd[0], "qemu_version": qemu.qemu_version(cmd[0]), "qemu_cmd": cmd,
             "accel": cell.accel, "cpu_model": cell.cpu, "kvm_probe": kvm_probe,
             "overcommitted": cell.vcpus > targets.host_cpus(), "seed": seed,
+            "pin_plan": pin_plan,
             "started_at": provenance.now(), **(extra or {})}
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
-    use_perf = os.environ.get("QRWB_PERF") == "1" and perf.available()
-    status = qemu.boot((perf.stat_prefix(run_dir / "perf.csv") if use_perf else []) + cmd, run_dir, timeout_s)
-    if use_perf and (run_dir / "perf.csv").exists():
-        # Host-side counters of the whole QEMU process (QRWB_PERF=1).
-        try:
-            counts = perf.parse_stat_csv((run_dir / "perf.csv").read_text())
-        except ValueError as e:
-            counts = {"error": str(e)}
-        (run_dir / "perf.json").write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
+    prefix, perf_note = perf_prefix(cell, run_dir)
+    status = qemu.boot(prefix + cmd, run_dir, timeout_s, pin=pin_plan)
+    status["perf"] = collect_perf(run_dir, perf_note)
+    if pin and not status.get("pinning", {}).get("pinned") and status["status"] == "ok":
+        status.update(status="failed", reason=f"asked to pin vCPUs: {status['pinning']['reason']}")
     prov["finished_at"] = provenance.now()
     prov["qemu_cmd"] = shlex.split((run_dir / "qemu.cmd").read_text())   # exactly what ran
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
@@ -107,6 +108,51 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
             status["refused_reason"] = parsed.refused_reason
     qemu.write_status(run_dir, status)
     return status
+
+
+def perf_prefix(cell: matrix.Cell, run_dir: Path) -> tuple[list[str], dict]:
+    """The perf commands to run QEMU under, and why any is missing. `perf stat`
+    for every run unless QRWB_PERF=0; with KVM also `perf kvm stat record`."""
+    if os.environ.get("QRWB_PERF", "1") == "0":
+        return [], {"stat": "off (QRWB_PERF=0)"}
+    prefix, note = [], {}
+    ok, why = perf.usable("stat")
+    if ok:
+        prefix += perf.stat_prefix(run_dir / "perf.csv")
+    else:
+        note["stat"] = why
+    if cell.accel == "kvm":
+        ok, why = perf.usable("kvm")
+        if ok:
+            prefix += perf.kvm_stat_prefix(run_dir / "perf-kvm.data")
+        else:
+            note["kvm_stat"] = why
+    else:
+        note["kvm_stat"] = "not a KVM run"
+    return prefix, note
+
+
+def collect_perf(run_dir: Path, note: dict) -> dict:
+    """{"stat": {event: ...} | None, "kvm_stat": {...} | None, "why": {...}}:
+    what perf counted for the run (stored with it, shown in the report)."""
+    out = {"stat": None, "kvm_stat": None, "why": dict(note)}
+    csv = run_dir / "perf.csv"
+    if csv.exists():
+        try:
+            out["stat"] = perf.parse_stat_csv(csv.read_text())
+        except ValueError as e:
+            out["why"]["stat"] = str(e)
+    data = run_dir / "perf-kvm.data"
+    if data.exists():
+        import subprocess
+        rep = subprocess.run(perf.kvm_stat_report_cmd(data), capture_output=True, text=True, check=False)
+        (run_dir / "perf-kvm.txt").write_text(rep.stdout + rep.stderr)
+        try:
+            out["kvm_stat"] = perf.parse_kvm_stat_report(rep.stdout + rep.stderr)
+        except ValueError as e:
+            out["why"]["kvm_stat"] = str(e)
+        data.unlink()       # the text report is kept; the raw trace can be large
+    return out
 
 
 def check_parsed(parsed, cell: matrix.Cell) -> str:
@@ -259,7 +305,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             eta = f" ETA {int(per * (len(boots) - i + 1)) // 60}:{int(per * (len(boots) - i + 1)) % 60:02d}"
         print(f"[{i}/{len(boots)}]{eta} {b.cell.label()} boot {b.index + 1}/{m.boots} "
               f"(console: {rdir / 'console.log'})", flush=True)
-        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb, verdict)
+        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb, verdict, pin=m.pin)
         store.import_run(conn, rdir)
         if st["status"] == "ok":
             done += 1

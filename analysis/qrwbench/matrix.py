@@ -19,9 +19,28 @@ from pathlib import Path
 from . import targets
 from .targets import TOP, InputError
 
-RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool}
+RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool,
+            "pin": bool}
 TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
-WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "params": dict}
+WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "max_vcpus": int, "params": dict}
+BASE_CONFIG = TOP / "kernel" / "configs" / "base.config"
+
+
+def config_nr_cpus() -> int:
+    """CONFIG_NR_CPUS of the guest kernels (kernel/configs/base.config)."""
+    for line in BASE_CONFIG.read_text().splitlines():
+        if line.startswith("CONFIG_NR_CPUS="):
+            return int(line.split("=", 1)[1])
+    raise InputError(f"{BASE_CONFIG} sets no CONFIG_NR_CPUS")
+
+
+def sweep(limit: int) -> list[int]:
+    """1, 2, 4, ... up to ``limit``, and ``limit`` itself."""
+    out, n = [], 1
+    while n < limit:
+        out.append(n)
+        n *= 2
+    return out + [limit]
 PARAMS_DEF = TOP / "bench" / "module" / "qrwb_params.def"
 _UPARAM = re.compile(r'^QRWB_UPARAM\((\w+), (\w+), (\w+), (\w+), "(.*)"\)$')
 _SPARAM = re.compile(r'^QRWB_SPARAM\((\w+), "(.*)", "(.*)"\)$')
@@ -95,6 +114,7 @@ class Matrix:
     timeout_s: int
     mem_mb: int
     seed: int
+    pin: bool = False      # bind vCPU threads to host CPUs (pin.py)
     targets: list = field(default_factory=list)     # dicts
     workloads: list = field(default_factory=list)   # dicts
 
@@ -156,7 +176,7 @@ def load(path: str | Path) -> Matrix:
     run = doc.get("run", {})
     _check_keys(path, "[run]", run, RUN_KEYS, set())
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
-               mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1))
+               mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False))
     workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
     if m.boots < 1 or m.timeout_s < 1 or m.mem_mb < 64:
         raise InputError(_where(path, "[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64"))
@@ -176,7 +196,7 @@ def load(path: str | Path) -> Matrix:
                           "optional": t.get("optional", False)})
     for i, w in enumerate(doc["workload"]):
         where = f"[[workload]] #{i + 1}"
-        _check_keys(path, where, w, WORKLOAD_KEYS, {"name", "variants", "vcpus"})
+        _check_keys(path, where, w, WORKLOAD_KEYS, {"name", "variants"})
         try:
             if w["name"] not in workloads:
                 raise InputError(f"unknown workload '{w['name']}': valid are {', '.join(workloads)}")
@@ -184,15 +204,22 @@ def load(path: str | Path) -> Matrix:
                 targets.check_variant(v)
         except InputError as e:
             raise InputError(_where(path, f"{where}: {e}")) from None
-        for n in w["vcpus"]:
-            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
-                raise InputError(_where(path, f"{where}.vcpus: {n!r} is not a vCPU count in 1..64 (NR_CPUS)"))
+        nr = config_nr_cpus()
+        if ("vcpus" in w) == ("max_vcpus" in w):
+            raise InputError(_where(path, f"{where} needs either 'vcpus' (a list) or 'max_vcpus' "
+                                           "(a sweep 1, 2, 4, ... up to it), not both"))
+        if "max_vcpus" in w and not 1 <= w["max_vcpus"] <= nr:
+            raise InputError(_where(path, f"{where}.max_vcpus = {w['max_vcpus']}: must be in 1..{nr} (NR_CPUS)"))
+        vcpus = w["vcpus"] if "vcpus" in w else sweep(w["max_vcpus"])
+        for n in vcpus:
+            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= nr:
+                raise InputError(_where(path, f"{where}.vcpus: {n!r} is not a vCPU count in 1..{nr} (NR_CPUS)"))
         params = w.get("params", {})
         for k, v in params.items():
             for x in (v if isinstance(v, list) else [v]):
                 _check_param(path, where, k, x)
         m.workloads.append({"name": w["name"], "variants": list(w["variants"]),
-                            "vcpus": list(w["vcpus"]), "params": params})
+                            "vcpus": list(vcpus), "params": params})
     return m
 
 

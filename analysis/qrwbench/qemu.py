@@ -17,9 +17,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from . import pin as pinmod
 from .targets import ARCHES, TOP, InputError
 
 CONSOLE_LIMIT = 16 << 20        # bytes; a guest printing more is broken
+PIN_WAIT_S = 10                 # seconds for QEMU to create its vCPU threads
 _children: set[subprocess.Popen] = set()
 
 
@@ -88,17 +90,21 @@ def kill_all() -> None:
         _children.discard(p)
 
 
-def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b'"type":"end"') -> dict:
+def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b'"type":"end"',
+         pin: dict[int, int] | None = None) -> dict:
     """Run `cmd`, console to run_dir/console.log; return the status dict.
 
     The guest is given `timeout_s` seconds of wall time. QEMU normally exits by
     itself (the guest reboots and -no-reboot turns that into an exit); once the
     end marker is on the console it gets 10 more seconds to do so.
+    ``pin`` ({vCPU: host CPU}) binds the vCPU threads once they exist
+    (pin.py); the outcome is status["pinning"].
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     # Name the guest after its run, so `ps` (and the tests) can tell which
     # QEMU belongs to which run.
-    cmd = [*cmd, "-name", f"qrwbench:{run_dir}"]
+    # debug-threads=on names the vCPU threads "CPU n/TCG" (pin.py reads them).
+    cmd = [*cmd, "-name", f"qrwbench:{str(run_dir).replace(',', ',,')},debug-threads=on"]
     (run_dir / "qemu.cmd").write_text(shlex.join(cmd) + "\n")
     console = run_dir / "console.log"
     start = time.monotonic()
@@ -107,6 +113,7 @@ def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                              start_new_session=True)
         _children.add(p)
+        pinner = pinmod.Pinner(p.pid, pin) if pin else None
         deadline = start + timeout_s
         try:
             while p.poll() is None:
@@ -121,6 +128,8 @@ def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b
                     status.update(status="failed", timed_out=True,
                                   reason=f"guest did not finish within {timeout_s:.0f} s; QEMU killed")
                     break
+                if pinner is not None and not pinner.poll() and now - start > PIN_WAIT_S:
+                    pinner.give_up()
                 if size and deadline - now > 10 and _tail_has(console, done_marker):
                     deadline = now + 10
                 time.sleep(0.05)
@@ -128,6 +137,8 @@ def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b
             if p.poll() is None:
                 _kill(p)
             _children.discard(p)
+    if pinner is not None:
+        status["pinning"] = pinner.give_up()
     status["returncode"] = p.returncode
     status["wall_s"] = round(time.monotonic() - start, 3)
     if status["status"] == "ok" and p.returncode != 0:

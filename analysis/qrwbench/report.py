@@ -48,6 +48,7 @@ class Analysis:
     caveats: list[str]
     audit: codeid.Audit | None
     agreement: list[list[str]] = field(default_factory=list)
+    perf: list[dict] = field(default_factory=list)     # run_perf rows of the ok runs
 
 
 # ---------------------------------------------------------------- selection
@@ -144,9 +145,11 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     aa = stats.aa_control(sel.samples, alpha=alpha, n_resamples=n_resamples)
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
+    ok_ids = sorted({s["run_id"] for s in sel.samples})
     return Analysis(sel, cset, aa, stats.within_boot_cv(sel.samples),
                     stats.run_fairness(sel.samples), hist,
-                    _caveats(sel, cset, aa, audit), audit, _agreement(cset))
+                    _caveats(sel, cset, aa, audit), audit, _agreement(cset),
+                    store.load_perf(conn, ok_ids))
 
 
 # ------------------------------------------------------------------- tables
@@ -220,6 +223,53 @@ def _rw_table(samples) -> tables.Table:
                         "rwlock: reads and writes")
 
 
+PERF_COLUMNS = (("task-clock", "task-clock ms"), ("context-switches", "context switches"),
+                ("cpu-migrations", "CPU migrations"), ("cycles", "cycles"),
+                ("instructions", "instructions"))
+
+
+def _run_label(r: dict) -> str:
+    return (f"{r['arch']}/{r['accel']}/{r['cpu_model']} {r['kernel_variant']} "
+            f"{r['workload']} {r['vcpus']}v")
+
+
+def _perf_table(sel: Selection, perf_rows: list[dict]) -> tables.Table:
+    """Host-side perf of the QEMU process per cell: medians over the runs
+    (whole boots, so guest boot and power-off are included), "not supported"
+    where the host cannot count an event; with KVM the most frequent exits."""
+    runs = {r["run_id"]: r for r in sel.runs}
+    by = defaultdict(lambda: defaultdict(list))
+    exits = defaultdict(Counter)
+    for row in perf_rows:
+        r = runs.get(row["run_id"])
+        if r is None:
+            continue
+        key = (_run_label(r), r["pinned"])
+        if row["tool"] == "stat":
+            by[key][row["event"]].append(row["value"] if row["supported"] else None)
+        else:
+            exits[key][row["event"]] += row["value"]
+    rows = []
+    for key in sorted(set(by) | set(exits), key=lambda k: (k[0], str(k[1]))):
+        d = by[key]
+        cols = []
+        for ev, _ in PERF_COLUMNS:
+            vals = d.get(ev, [])
+            got = [v for v in vals if v is not None]
+            if not vals:
+                cols.append("-")
+            elif not got:
+                cols.append("not supported")
+            else:
+                cols.append(f"{float(np.median(got)):.4g}")
+        n = max((len(v) for v in d.values()), default=0)
+        top = ", ".join(f"{k} {v:.0f}" for k, v in exits[key].most_common(3)) or "-"
+        rows.append([key[0], {None: "no", 0: "failed", 1: "yes"}[key[1]], str(n), *cols, top])
+    return tables.Table(["cell", "pinned", "runs", *(h for _, h in PERF_COLUMNS),
+                         "KVM exits (perf kvm stat, top 3)"], rows,
+                        "Host perf stat of the QEMU process (median per boot)")
+
+
 def _provenance_table(sel: Selection) -> tables.Table:
     fields = [("rig commit", lambda r: f"{(r['rig_commit'] or '?')[:12]}"
                                        f"{' (dirty)' if r['rig_dirty'] else ''}"),
@@ -230,6 +280,7 @@ def _provenance_table(sel: Selection) -> tables.Table:
               ("QEMU", lambda r: r["qemu_version"]),
               ("accel / CPU model", lambda r: f"{r['accel']} / {r['cpu_model']}"),
               ("host CPU", lambda r: f"{r['host_cpu_model']} x {r['host_cpus']}"),
+              ("vCPUs pinned", lambda r: {None: "no", 0: "asked, failed", 1: "yes"}[r["pinned"]]),
               ("config sha256", lambda r: (r["config_sha256"] or "?")[:16]),
               ("status", lambda r: r["status"])]
     rows = []
@@ -279,8 +330,9 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     figs["History across rig commits"] = hist_figs
 
     comp = tables.comparison_table(a.cset, title="Comparisons")
+    perf_table = _perf_table(a.selection, a.perf)
     parts = [_aa_table(a.aa), _noise_table(a.noise), _rw_table(a.selection.samples),
-             _fair_table(a.fair), _provenance_table(a.selection)]
+             _fair_table(a.fair), perf_table, _provenance_table(a.selection)]
     extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
     agree = tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
                           "in-module change", "in-module verdict", "agree"], a.agreement,
@@ -328,7 +380,10 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     md += [_aa_summary(a.aa), ""]
     if change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
-    md += [_noise_table(a.noise).markdown(), "", _provenance_table(a.selection).markdown(), ""]
+    md += [_noise_table(a.noise).markdown(), ""]
+    if perf_table.rows:
+        md += [perf_table.markdown(), ""]
+    md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
     return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),

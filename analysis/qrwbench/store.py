@@ -31,7 +31,7 @@ from . import faults, records
 from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 
 CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
@@ -79,6 +79,20 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
                workload, impl, op, placement, params, variant, copy)""",
         """CREATE INDEX runs_rig ON runs (rig_commit, rig_dirty)""",
         """CREATE INDEX runs_kernel ON runs (kernel_tree_commit)""",
+    ),
+    3: (
+        # pinned: NULL not asked, 0 asked but not done, 1 vCPU threads pinned
+        """ALTER TABLE runs ADD COLUMN pinned INTEGER""",
+        # host-side perf of the QEMU process: tool 'stat' (perf stat: value in
+        # unit, NULL + supported 0 when the host cannot count it) or 'kvm-stat'
+        # (perf kvm stat: event = VM-exit reason, value = exits, unit 'exits')
+        """CREATE TABLE run_perf (
+            run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+            tool TEXT NOT NULL CHECK (tool IN ('stat', 'kvm-stat')),
+            event TEXT NOT NULL, value REAL, unit TEXT NOT NULL,
+            supported INTEGER NOT NULL,
+            PRIMARY KEY (run_id, tool, event)
+        )""",
     ),
 }
 
@@ -365,7 +379,43 @@ def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
         "faults": json.dumps(parsed.faults if parsed else []),
         "provenance": canonical_json(prov), "status_json": canonical_json(status),
         "begin_json": canonical_json(parsed.begin) if parsed and parsed.begin else None,
+        "pinned": (None if not isinstance(status.get("pinning"), dict)
+                   else flag(status["pinning"].get("pinned"))),
     }
+
+
+def _perf_rows(run_id: str, perf) -> list[dict]:
+    """run_perf rows from status.json's "perf" (bench.collect_perf); what does
+    not have the expected shape is left out (status.json is the rig's own
+    file, but an old or hand-edited one must not break an import)."""
+    rows = []
+    if not isinstance(perf, dict):
+        return rows
+    stat = perf.get("stat")
+    for event, c in (stat.items() if isinstance(stat, dict) else ()):
+        if isinstance(c, dict) and isinstance(event, str):
+            v = c.get("value")
+            rows.append({"run_id": run_id, "tool": "stat", "event": event,
+                         "value": float(v) if isinstance(v, (int, float)) else None,
+                         "unit": _text(c.get("unit")) or "", "supported": int(bool(c.get("supported")))})
+    kvm = perf.get("kvm_stat")
+    exits = kvm.get("exits") if isinstance(kvm, dict) else None
+    for reason, e in (exits.items() if isinstance(exits, dict) else ()):
+        if isinstance(e, dict) and isinstance(e.get("samples"), int):
+            rows.append({"run_id": run_id, "tool": "kvm-stat", "event": str(reason),
+                         "value": float(e["samples"]), "unit": "exits", "supported": 1})
+    return rows
+
+
+def load_perf(conn, run_ids=None) -> list[dict]:
+    """run_perf rows (all, or of ``run_ids``)."""
+    q = "SELECT * FROM run_perf"
+    args: list = []
+    if run_ids is not None:
+        ids = list(run_ids)
+        q += f" WHERE run_id IN ({','.join('?' * len(ids))})"
+        args = ids
+    return [dict(r) for r in conn.execute(q + " ORDER BY run_id, tool, event", args)]
 
 
 def _insert(conn, table: str, row: dict) -> None:
@@ -412,6 +462,8 @@ def import_run(db, run_dir) -> ImportResult:
             _insert(conn, "runs", _run_row(prov, status, state, reason or "ok", parsed))
             for row in rows:
                 _insert(conn, "samples", row)
+            for row in _perf_rows(prov["run_id"], status.get("perf")):
+                _insert(conn, "run_perf", row)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

@@ -46,7 +46,7 @@ def test_good_matrix_loads(tmp_path):
     ('name = "rwlock"', 'name = "hang"', "unknown workload 'hang'"),
     ('cpu = "max"', 'cpu = "pentium"', "unknown CPU model 'pentium' for x86_64 under tcg: valid are max"),
     ('accel = "tcg"', 'accel = "hvf"', "unknown accel 'hvf': valid are tcg, kvm"),
-    ("vcpus = [2]", "vcpus = [0]", "0 is not a vCPU count in 1..64"),
+    ("vcpus = [2]", "vcpus = [0]", "0 is not a vCPU count in 1..64 (NR_CPUS)"),
     ("vcpus = [2]", "vcpus = [65]", "65 is not a vCPU count in 1..64"),
     ("write_pct = 10", "write_pct = 101", "write_pct = 101: must be an integer in 0..100"),
     ("write_pct = 10", "write_pct = -1", "write_pct = -1: must be an integer in 0..100"),
@@ -59,10 +59,37 @@ def test_good_matrix_loads(tmp_path):
     ("duration_ms = 5", "frobs = 3", "unknown parameter 'frobs'"),
     ("duration_ms = 5", "seed = 3", "params.seed: set by the rig"),
     ("boots = 1", "boots = 1\nspeed = 2", "unknown key 'speed' in [run]"),
+    ("boots = 1", 'boots = 1\npin = "yes"', "[run].pin = 'yes': must be bool"),
+    ("vcpus = [2]", "max_vcpus = 65", "max_vcpus = 65: must be in 1..64 (NR_CPUS)"),
+    ("vcpus = [2]", "max_vcpus = 0", "max_vcpus = 0: must be in 1..64 (NR_CPUS)"),
+    ("vcpus = [2]", "vcpus = [2]\nmax_vcpus = 8", "needs either 'vcpus' (a list) or 'max_vcpus'"),
+    ("vcpus = [2]", "", "needs either 'vcpus' (a list) or 'max_vcpus'"),
 ])
 def test_bad_matrix_values_are_named(tmp_path, old, new, expect):
     assert old in GOOD
     assert expect in err(tmp_path, GOOD.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("limit,counts", [(1, [1]), (2, [1, 2]), (8, [1, 2, 4, 8]),
+                                          (6, [1, 2, 4, 6]), (64, [1, 2, 4, 8, 16, 32, 64])])
+def test_max_vcpus_sweeps_powers_of_two(tmp_path, limit, counts):
+    m = load(tmp_path, GOOD.replace("vcpus = [2]", f"max_vcpus = {limit}"))
+    assert [c.vcpus for c in matrix.cells(m)] == counts
+
+
+def test_nr_cpus_limit_comes_from_the_kernel_config(tmp_path, monkeypatch):
+    cfg = tmp_path / "base.config"
+    cfg.write_text("CONFIG_SMP=y\nCONFIG_NR_CPUS=16\n")
+    monkeypatch.setattr(matrix, "BASE_CONFIG", cfg)
+    assert "max_vcpus = 32: must be in 1..16 (NR_CPUS)" in err(
+        tmp_path, GOOD.replace("vcpus = [2]", "max_vcpus = 32"))
+    assert "32 is not a vCPU count in 1..16 (NR_CPUS)" in err(
+        tmp_path, GOOD.replace("vcpus = [2]", "vcpus = [32]"))
+
+
+def test_pin_is_read(tmp_path):
+    assert not load(tmp_path, GOOD).pin
+    assert load(tmp_path, GOOD.replace("boots = 1", "boots = 1\npin = true")).pin
 
 
 def test_malformed_toml_gives_the_line(tmp_path):
