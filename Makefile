@@ -6,6 +6,7 @@
 #   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml]
 #   make report                    build/report/index.html from the results store
 #   make audit                     what each variant compiles to (objdump)
+#   make perf CELL=...             perf record profile of QEMU for one cell
 #   make test                      everything `make test` needs, then the tests
 #   make test-slow                 + the unpatched reference build and its identity check
 #
@@ -25,13 +26,13 @@ export RESULTS_DB PY
 
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
-.PHONY: all deps tree kernel kernels modules guests bench report audit regress \
+.PHONY: all deps tree kernel kernels modules guests bench report audit regress perf perf-check \
 	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
 
 help:
-	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@kernel/scripts/deps.sh
@@ -100,6 +101,19 @@ distclean: clean
 # Exclusion torture: make torture [MINUTES=3]
 torture: guests
 	@$(PYRUN) -m qrwbench.torture $(if $(MINUTES),--minutes $(MINUTES))
+
+# A perf record profile of QEMU for one cell: make perf CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
+# (builds that cell's kernel, module and initramfs first; output in build/perf/<cell>/).
+perf-check:
+	@$(if $(CELL),,echo "perf: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
+	a=$(word 1,$(subst /, ,$(CELL))); v=$(word 4,$(subst /, ,$(CELL))); \
+	case " $(ARCHES) " in *" $$a "*) ;; *) echo "perf: error: unknown arch '$$a' in CELL: valid are $(ARCHES)" >&2; exit 2;; esac; \
+	case " $(ALL_VARIANTS) " in *" $$v "*) ;; *) echo "perf: error: unknown variant '$$v' in CELL: valid are $(ALL_VARIANTS)" >&2; exit 2;; esac
+
+perf: perf-check tree
+	@a=$(word 1,$(subst /, ,$(CELL))); v=$(word 4,$(subst /, ,$(CELL))); \
+	kernel/scripts/build-kernel.sh $$a $$v && bench/build-module.sh $$a $$v && guest/mkinitrd.sh $$a $$v && \
+	$(PYRUN) -m qrwbench.profile --cell '$(CELL)'
 
 # The module is only ever loaded inside QEMU guests, never into the host.
 insmod modprobe load:

@@ -63,12 +63,14 @@ def run_id(boot: matrix.Boot, rig: dict, nonce: str) -> str:
 
 def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
              kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None,
-             pin: bool = False) -> dict:
+             pin: bool = False, wrap: list[str] | None = None) -> dict:
     """Boot one guest for `cell`, save everything in run_dir; return the status.
 
     `kernel` is (image, initrd, build dir, source tree); default: the rig's
     own build of the cell's arch and variant (kernel_paths). ``pin``: bind
-    vCPU n to host CPU n mod the usable CPUs (pin.py; status["pinning"])."""
+    vCPU n to host CPU n mod the usable CPUs (pin.py; status["pinning"]).
+    ``wrap``: run QEMU under this command prefix instead of perf stat
+    (make perf: perf record)."""
     from . import records   # the console parser (analysis side)
     image, initrd, kdir, src = kernel or kernel_paths(cell.arch, cell.variant)
     cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
@@ -88,7 +90,8 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
             "pin_plan": pin_plan,
             "started_at": provenance.now(), **(extra or {})}
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
-    prefix, perf_note = perf_prefix(cell, run_dir)
+    prefix, perf_note = (wrap, {"stat": "not run: QEMU ran under " + wrap[0] + " " + wrap[1]}) \
+        if wrap else perf_prefix(cell, run_dir)
     status = qemu.boot(prefix + cmd, run_dir, timeout_s, pin=pin_plan)
     status["perf"] = collect_perf(run_dir, perf_note)
     if pin and not status.get("pinning", {}).get("pinned") and status["status"] == "ok":

@@ -56,8 +56,9 @@ def parse_cell(text: str) -> matrix.Cell:
     targets.check_cpu_model(arch, accel, cpu)
     targets.check_variant(variant)
     targets.check_workload(workload)
-    if not vcpus.isdigit() or not 1 <= int(vcpus) <= 64:
-        raise QrwbenchError(f"CELL {text!r}: vCPUs {vcpus!r} is not a count in 1..64")
+    nr = matrix.config_nr_cpus()
+    if not vcpus.isdigit() or not 1 <= int(vcpus) <= nr:
+        raise QrwbenchError(f"CELL {text!r}: vCPUs {vcpus!r} is not a count in 1..{nr} (NR_CPUS)")
     params = {}
     last = None
     for kv in filter(None, ptext.split(",")):

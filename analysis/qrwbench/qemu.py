@@ -104,7 +104,7 @@ def boot(cmd: list[str], run_dir: Path, timeout_s: float, done_marker: bytes = b
     # Name the guest after its run, so `ps` (and the tests) can tell which
     # QEMU belongs to which run.
     # debug-threads=on names the vCPU threads "CPU n/TCG" (pin.py reads them).
-    cmd = [*cmd, "-name", f"qrwbench:{str(run_dir).replace(',', ',,')},debug-threads=on"]
+    cmd = [*cmd, "-name", f"guest=qrwbench:{str(run_dir).replace(',', ',,')},debug-threads=on"]
     (run_dir / "qemu.cmd").write_text(shlex.join(cmd) + "\n")
     console = run_dir / "console.log"
     start = time.monotonic()

@@ -1,0 +1,112 @@
+"""`make perf CELL=...`: a `perf record -g` profile of the QEMU process for one
+cell, with a report of the hottest symbols.
+
+    /usr/bin/python3 -m qrwbench.profile --cell CELL [--out build/perf] [--top 25]
+
+One guest boots as in `make bench` (same command line, provenance and record
+checks), but under `perf record -g` instead of `perf stat`. Written to
+build/perf/<cell>/: run/ (the run directory: console, provenance, status),
+perf.data, report.txt (`perf report --stdio --no-children`, sorted by self
+time, symbols >= 0.5 %) and hot.txt (the top symbols, also printed). The run is
+not imported into the results store: perf record's sampling slows the guest,
+so its figures are not comparable with those of `make bench`.
+
+What one profile here showed (x86_64 TCG, rwlock write_pct=10, 2 vCPUs, 4
+reps x 10 ms: `make perf CELL=x86_64/tcg/max/acqrel/rwlock:write_pct=10,reps=4,duration_ms=10/2`):
+the top entries were the host kernel's clear_page_erms (4.7 %: guest RAM
+being zeroed), QEMU addresses without a symbol (Debian strips the binary; its
+-dbgsym package adds them), cpu_exec and tcg_gen_code: in a short cell the
+guest's boot dominates, so give a cell larger duration_ms/reps to profile the
+measurement itself.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from . import bench, ktree, perf
+from .errors import QrwbenchError
+from .targets import TOP
+
+# "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
+# trailing "-" columns are the (empty) parent/callchain columns of -g none.
+_ROW = re.compile(r"^\s*([\d.]+)%\s+(\S.*?)\s{2,}(\S.*?)\s{2,}\[(.)\]\s+(.*?)(?:\s+-)*\s*$")
+
+
+def slug(cell) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", ktree.cell_text(cell).replace("/", "-"))
+
+
+def hottest(report_text: str, top: int = 25) -> list[dict]:
+    """[{"pct", "comm", "dso", "kind", "symbol"}] from `perf report --stdio
+    --sort comm,dso,symbol -g none` output, hottest first."""
+    rows = []
+    for line in report_text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        if m := _ROW.match(line):
+            rows.append({"pct": float(m.group(1)), "comm": m.group(2), "dso": m.group(3),
+                         "kind": {"k": "kernel", ".": "user"}.get(m.group(4), m.group(4)),
+                         "symbol": m.group(5)})
+    rows.sort(key=lambda r: -r["pct"])
+    return rows[:top]
+
+
+def format_hot(rows: list[dict], cell_text: str) -> str:
+    lines = [f"hottest symbols (self time) of QEMU for {cell_text}:",
+             f"{'self':>7}  {'thread':<16} {'object':<28} symbol"]
+    lines += [f"{r['pct']:6.2f}%  {r['comm'][:16]:<16} {r['dso'][:28]:<28} {r['symbol']}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) -> dict:
+    cell = ktree.parse_cell(cell_text)
+    ok, why = perf.usable("stat")
+    if not ok:
+        raise QrwbenchError(f"perf cannot run here: {why}")
+    out = Path(out_root or TOP / "build" / "perf") / slug(cell)
+    out.mkdir(parents=True, exist_ok=True)
+    data = out / "perf.data"
+    data.unlink(missing_ok=True)
+    print(f"perf: booting {ktree.cell_text(cell)} under perf record -g "
+          f"(console: {out / 'run' / 'console.log'})", flush=True)
+    st = bench.boot_one(cell, 1, out / "run", timeout_s, 256,
+                        {"usable": None, "reason": "not probed (make perf)", "booted": False},
+                        wrap=perf.record_prefix(data))
+    if st["status"] != "ok":
+        raise QrwbenchError(f"the profiled boot failed: {st['reason']} (see {out / 'run'})")
+    if not data.exists():
+        raise QrwbenchError(f"perf record wrote no {data}")
+    rep = subprocess.run(perf.report_cmd(data), capture_output=True, text=True, check=False)
+    if rep.returncode != 0:
+        raise QrwbenchError(f"perf report failed: {(rep.stderr.strip().splitlines() or ['?'])[0]}")
+    (out / "report.txt").write_text(rep.stdout)
+    rows = hottest(rep.stdout, top)
+    if not rows:
+        raise QrwbenchError(f"perf report has no samples: see {out / 'report.txt'}")
+    text = format_hot(rows, ktree.cell_text(cell))
+    (out / "hot.txt").write_text(text)
+    return {"out": str(out), "report": str(out / "report.txt"), "hot": rows, "text": text}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qrwbench.profile", description=__doc__.splitlines()[0])
+    ap.add_argument("--cell", required=True, help=f"the cell: {ktree.CELL_SYNTAX}")
+    ap.add_argument("--out", default=None, help="output root (default build/perf)")
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args(argv)
+    try:
+        res = profile(args.cell, args.out, args.top)
+    except QrwbenchError as e:
+        print(f"perf: error: {e}", file=sys.stderr)
+        return 2
+    print(res["text"], end="")
+    print(f"perf: full report {res['report']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
