@@ -3,7 +3,7 @@
 #   make deps                      install the Debian packages (root)
 #   make kernels                   every arch x variant kernel of the default matrix
 #   make kernel ARCH=arm64 VARIANT=full
-#   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml]
+#   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg]
 #   make report                    build/report/index.html from the results store
 #   make audit                     what each variant compiles to (objdump)
 #   make perf CELL=...             perf record profile of QEMU for one cell
@@ -72,7 +72,8 @@ guests: kernels
 	$(call build-guests,$(KERNELS))
 
 bench: guests
-	@$(PYRUN) -m qrwbench.bench $(if $(QUICK),--quick) $(if $(MATRIX),--matrix $(MATRIX)) --db $(RESULTS_DB)
+	@$(PYRUN) -m qrwbench.bench $(if $(QUICK),--quick) $(if $(MATRIX),--matrix $(MATRIX)) \
+	  $(if $(ACCEL),--accel $(ACCEL)) --db $(RESULTS_DB)
 
 report: deps
 	@$(PYRUN) -m qrwbench report --db $(RESULTS_DB) --out build/report

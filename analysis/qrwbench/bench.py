@@ -16,6 +16,7 @@ import fcntl
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import signal
@@ -217,24 +218,35 @@ def _on_signal(signum, frame):
     sys.exit(128 + signum)
 
 
-def kvm_verdict(m: matrix.Matrix) -> dict:
-    """Probe KVM once if the matrix has a KVM target (by booting a guest)."""
-    if not any(t["accel"] == "kvm" for t in m.targets):
-        return {"usable": False, "reason": "not asked for", "booted": False}
+NOT_ASKED = {"usable": False, "reason": "not asked for", "booted": False}
+
+
+def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
+    """KVM verdict for ``arch`` guests: the static check, then one real boot of
+    the rig's own guest (cached, kvm.probe)."""
+    if platform.machine() not in targets.ARCHES[arch].host_machine:
+        return {"usable": False, "reason": kvm.static_check(arch)[1], "booted": False}
 
     def probe_boot():
-        cell = matrix.Cell("x86_64", "kvm", "host", "acqrel", "atomics", 1,
+        cell = matrix.Cell(arch, "kvm", targets.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
                            (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
-        d = TOP / "build" / "kvm-probe-run"
+        d = TOP / "build" / f"kvm-probe-run-{arch}"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
         tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
         return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
 
     try:
-        image = kernel_paths("x86_64", "acqrel")[0]
+        image = kernel_paths(arch, variant)[0]
     except InputError as e:
         return {"usable": False, "reason": str(e), "booted": False}
-    return kvm.probe("x86_64", boot=probe_boot, kernel=image)
+    return kvm.probe(arch, boot=probe_boot, kernel=image,
+                     cache=kvm.CACHE.with_name(f"kvm-probe-{arch}.json"))
+
+
+def kvm_verdict(m: matrix.Matrix) -> dict:
+    """{arch: verdict} for the archs of the matrix's KVM targets (one probe boot each)."""
+    archs = sorted({t["arch"] for t in m.targets if t["accel"] == "kvm"})
+    return {a: kvm_probe_one(a) for a in archs}
 
 
 def main(argv=None) -> int:
@@ -244,11 +256,15 @@ def main(argv=None) -> int:
     ap.add_argument("--db", default=os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite")))
     ap.add_argument("--runs", default=str(RUNS), help="run directories (default build/runs)")
     ap.add_argument("--fresh", action="store_true", help="measure again cells that already have runs")
+    ap.add_argument("--accel", default=None,
+                    help="run every target under this accelerator (kvm: -cpu host, required; tcg: drop KVM targets)")
     ap.add_argument("--no-summary", action="store_true")
     args = ap.parse_args(argv)
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
     try:
         m = matrix.load(path)
+        if args.accel:
+            m = matrix.with_accel(m, args.accel)
         db, runs = Path(args.db), Path(args.runs)
         preflight(db, runs)
         lock = take_lock(runs)
@@ -265,22 +281,23 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     from . import store
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    verdict = kvm_verdict(m)
+    verdicts = kvm_verdict(m)
     skipped_targets = []
 
     def target_ok(t):
         if t["accel"] != "kvm":
             return True
-        if verdict["usable"]:
+        if verdicts[t["arch"]]["usable"]:
             return True
         if not t["optional"]:
-            raise InputError(f"KVM asked for ({t['arch']}) but unusable: {verdict['reason']}")
+            raise InputError(f"KVM asked for ({t['arch']}) but unusable: {verdicts[t['arch']]['reason']}")
         skipped_targets.append(t)
         return False
 
     cells = matrix.cells(m, target_ok)
     for t in skipped_targets:
-        print(f"bench: skipping {t['arch']}/kvm: KVM unusable on this host: {verdict['reason']}; using TCG only")
+        print(f"bench: skipping {t['arch']}/kvm: KVM unusable on this host: "
+              f"{verdicts[t['arch']]['reason']}; using TCG only")
     for c in {(c.arch, c.variant) for c in cells}:
         kernel_paths(*c)
     for c in cells:
@@ -308,7 +325,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             eta = f" ETA {int(per * (len(boots) - i + 1)) // 60}:{int(per * (len(boots) - i + 1)) % 60:02d}"
         print(f"[{i}/{len(boots)}]{eta} {b.cell.label()} boot {b.index + 1}/{m.boots} "
               f"(console: {rdir / 'console.log'})", flush=True)
-        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb, verdict, pin=m.pin)
+        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb,
+                      verdicts.get(b.cell.arch, NOT_ASKED), pin=m.pin)
         store.import_run(conn, rdir)
         if st["status"] == "ok":
             done += 1

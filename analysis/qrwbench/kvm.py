@@ -3,9 +3,10 @@
 /dev/kvm existing is not enough: on hosts whose KVM module is kvm_pvm (a
 page-table based hypervisor without VT-x/AMD-V), KVM_CREATE_VM works but stock
 guest kernels die with "KVM internal error. Suberror: 1" at their first xrstor.
-So the probe boots the rig's own x86_64 guest under KVM once and believes only
-a complete record stream. The verdict is cached in build/kvm-probe.json, keyed
-by host kernel, QEMU binary and guest kernel, so it is probed once per change.
+So the probe boots the rig's own guest of the arch (x86_64 with -cpu host on an
+x86_64 host, arm64 on an arm64 host) under KVM once and believes only a
+complete record stream. The verdict is cached in build/kvm-probe-<arch>.json,
+keyed by host kernel, kvm_pvm and guest kernel, so it is probed once per change.
 """
 from __future__ import annotations
 

@@ -223,6 +223,27 @@ def load(path: str | Path) -> Matrix:
     return m
 
 
+def with_accel(m: Matrix, accel: str) -> Matrix:
+    """The matrix with every target under ``accel`` (ACCEL=kvm|tcg): kvm makes
+    each target a required KVM target with -cpu host (KVM must then work, or
+    the bench says why and stops); tcg drops the KVM targets."""
+    targets.check_accel(accel)
+    out, seen = [], set()
+    for t in m.targets:
+        if accel == "tcg" and t["accel"] == "kvm":
+            continue
+        if accel == "kvm":
+            t = {"arch": t["arch"], "accel": "kvm", "cpu": targets.ARCHES[t["arch"]].kvm_cpu,
+                 "optional": False}
+        key = (t["arch"], t["accel"], t["cpu"])
+        if key not in seen:
+            seen.add(key)
+            out.append(t)
+    if not out:
+        raise InputError(f"{m.path.name}: no target left under ACCEL={accel}")
+    return Matrix(m.path, m.boots, m.timeout_s, m.mem_mb, m.seed, m.pin, out, m.workloads)
+
+
 def cells(m: Matrix, accels_ok=lambda t: True) -> list[Cell]:
     """Every cell of the matrix, for the targets `accels_ok` accepts."""
     out = []

@@ -58,13 +58,17 @@ def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
     else:
         accel_args = ["-accel", "tcg,thread=multi"]
     machine = a.machine
+    if arch == "arm64" and accel == "kvm":
+        # the host's GIC (v3 on most arm64 servers; virt defaults to v2)
+        machine += ",gic-version=max"
     if arch == "x86_64":
         # microvm boots vmlinux through PVH; no PCI, no firmware ROMs.
         machine += ",x-option-roms=off"
     extra = a.extra_append
-    if arch == "x86_64" and accel == "tcg":
-        # microvm has no timer to calibrate TCG's TSC (the host's) against:
-        # without this the guest clock is jiffies (4 ms steps).
+    if arch == "x86_64":
+        # microvm has no timer to calibrate the TSC against: without this the
+        # guest clock is jiffies (4 ms steps). TCG's guest TSC is the host's;
+        # under KVM without TSC scaling (-cpu host) it runs at the host's rate too.
         extra += f" tsc_early_khz={host_tsc_khz()} tsc=reliable"
     cmdline = f"console={a.console} panic=-1 {extra} {append}".split()
     return [qemu_binary(arch), "-M", machine, *accel_args, "-cpu", cpu_model,

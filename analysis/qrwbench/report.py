@@ -91,7 +91,7 @@ def _caveats(sel: Selection, cset, aa, audit) -> list[str]:
     if any(s["accel"] == "tcg" for s in sel.samples):
         out.append(TCG_CAVEAT)
     reasons = sorted({r["kvm_reason"] or "no reason recorded" for r in sel.runs
-                      if r["kvm_usable"] == 0})
+                      if r["kvm_usable"] == 0 and r["kvm_reason"] != "not asked for"})
     out += [KVM_CAVEAT.format(reason=r) for r in reasons]
     oc = sum(1 for r in ok_runs if r["overcommitted"])
     if oc:

@@ -44,3 +44,14 @@ def test_arm64_guest_needs_arm64_host(monkeypatch):
     fake_fs(monkeypatch, {"/dev/kvm"})
     ok, why = kvm.static_check("arm64")
     assert not ok and "aarch64 host" in why
+
+
+def test_kvm_command_lines(tmp_path):
+    from qrwbench import qemu
+    x = qemu.command("x86_64", "kvm", "host", 2, 256, tmp_path / "k", tmp_path / "i", "a=1")
+    assert x[x.index("-accel") + 1] == "kvm" and x[x.index("-cpu") + 1] == "host"
+    assert "tsc_early_khz=" in x[x.index("-append") + 1]
+    a = qemu.command("arm64", "kvm", "host", 2, 256, tmp_path / "k", tmp_path / "i", "a=1")
+    assert a[a.index("-M") + 1] == "virt,gic-version=max" and a[a.index("-accel") + 1] == "kvm"
+    t = qemu.command("arm64", "tcg", "cortex-a57", 2, 256, tmp_path / "k", tmp_path / "i", "a=1")
+    assert t[t.index("-M") + 1] == "virt" and t[t.index("-accel") + 1] == "tcg,thread=multi"
