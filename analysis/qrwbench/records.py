@@ -43,6 +43,9 @@ VARIANTS = {"atomics": ("full", "acquire", "release", "relaxed"),
 PLACEMENTS = {"atomics": ("shared", "percpu"), "rwlock": ("shared",),
               "hang": ("shared", "percpu")}
 RWLOCK_PARAMS = ("write_pct", "nlocks", "cs_work", "think_work", "cs_lines")
+# in-kernel perf counters: begin.pmu says which the guest counted
+PMU_COUNTERS = ("cycles", "instructions")
+MAX_PMU_WHY = 512
 
 _OP_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _CRC_RE = re.compile(r"[0-9a-f]{8}\Z")
@@ -162,6 +165,30 @@ def _param_value_ok(v) -> bool:
     return False
 
 
+def check_pmu(pmu) -> None:
+    """``begin.pmu``: ``{"cycles": bool, "instructions": bool[, "why": str]}``,
+    ``why`` (non-empty) exactly when a counter is false, no other keys."""
+    if type(pmu) is not dict:
+        raise RecordError(f"'pmu' must be an object, got {type(pmu).__name__}")
+    for key in pmu:
+        if key not in PMU_COUNTERS + ("why",):
+            raise RecordError(f"'pmu' has an unknown key {key[:40]!r}: valid are "
+                              f"{', '.join(PMU_COUNTERS)}, why")
+    for key in PMU_COUNTERS:
+        if type(pmu.get(key)) is not bool:
+            raise RecordError(f"'pmu.{key}' must be true or false, got "
+                              f"{type(pmu.get(key)).__name__}")
+    if all(pmu[k] for k in PMU_COUNTERS):
+        if "why" in pmu:
+            raise RecordError("'pmu.why' is given but every counter is true")
+        return
+    why = pmu.get("why")
+    if type(why) is not str or not why:
+        raise RecordError("'pmu.why' must be a non-empty string when a counter is false")
+    if len(why) > MAX_PMU_WHY or not _PRINTABLE_RE.match(why):
+        raise RecordError(f"'pmu.why' is not a printable string of at most {MAX_PMU_WHY} chars")
+
+
 def check_begin(rec: dict) -> None:
     _require(rec, ("arch", "kernel_variant", "kernel_release", "workload", "seed",
                    "online_cpus", "threads", "params"), "begin")
@@ -178,6 +205,9 @@ def check_begin(rec: dict) -> None:
     for name, value in params.items():
         if not _OP_RE.match(name) or not _param_value_ok(value):
             raise RecordError(f"params entry {name[:40]!r} is not a plain name = scalar")
+    # optional in schema 1: modules before the PMU support print no pmu
+    if "pmu" in rec:
+        check_pmu(rec["pmu"])
 
 
 def check_result(rec: dict, begin: dict) -> None:
@@ -211,9 +241,13 @@ def check_result(rec: dict, begin: dict) -> None:
         raise RecordError(f"per_thread_ops sum to {sum(per_thread)}, ops is {ops}")
     _int(rec, "overhead_ps", 0)
     _int(rec, "batch", 1)
-    for key in ("cycles", "instructions"):
+    pmu = begin.get("pmu")
+    for key in PMU_COUNTERS:
         if key in rec:
             _int(rec, key, 0)
+            if pmu is None or not pmu[key]:
+                raise RecordError(f"result has {key!r} but begin's pmu "
+                                  f"{'is absent' if pmu is None else f'says {key} false'}")
     if workload == "rwlock":
         _require(rec, ("reads", "writes", "per_thread_reads", "per_thread_writes",
                        "violations") + RWLOCK_PARAMS, "rwlock result")

@@ -270,6 +270,39 @@ def _perf_table(sel: Selection, perf_rows: list[dict]) -> tables.Table:
                         "Host perf stat of the QEMU process (median per boot)")
 
 
+def _pmu_table(sel: Selection) -> tables.Table:
+    """Guest-side counters (the module's in-kernel perf events): median cycles
+    and instructions per op (summed over threads / ops) per cell and variant
+    where the guest had a PMU; one row per guest without one, with why."""
+    import json
+    acc = defaultdict(lambda: {"cycles": [], "instructions": []})
+    for s in sel.samples:
+        if s["copy"] != 0 or not s["ops"]:
+            continue
+        for k in ("cycles", "instructions"):
+            if s.get(k) is not None:
+                acc[(stats.Cell.of(s), s["variant"])][k].append(s[k] / s["ops"])
+    rows = []
+    for (cell, variant), d in sorted(acc.items(), key=lambda kv: (kv[0][0].label(), kv[0][1])):
+        n = max(len(d["cycles"]), len(d["instructions"]))
+        rows.append([cell.label(), variant, str(n)] +
+                     [f"{float(np.median(d[k])):.4g}" if d[k] else "not counted"
+                      for k in ("cycles", "instructions")])
+    ok_ids = {s["run_id"] for s in sel.samples}
+    why = Counter()
+    for r in sel.runs:
+        if r["run_id"] not in ok_ids or not r.get("begin_json"):
+            continue
+        pmu = json.loads(r["begin_json"]).get("pmu")
+        if isinstance(pmu, dict) and pmu.get("why"):
+            why[(f"{r['arch']}/{r['accel']}/{r['cpu_model']}", pmu["why"])] += 1
+    for (guest, w), n in sorted(why.items()):
+        rows.append([guest, "(all)", str(n) + " runs", f"not counted: {w}", ""])
+    return tables.Table(["cell", "variant", "n", "guest cycles/op", "guest instructions/op"], rows,
+                        "Guest PMU counters (module, in-kernel perf events; arm64 TCG "
+                        "'cycles' are QEMU's 1 GHz virtual clock)")
+
+
 def _provenance_table(sel: Selection) -> tables.Table:
     fields = [("rig commit", lambda r: f"{(r['rig_commit'] or '?')[:12]}"
                                        f"{' (dirty)' if r['rig_dirty'] else ''}"),
@@ -331,8 +364,9 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
 
     comp = tables.comparison_table(a.cset, title="Comparisons")
     perf_table = _perf_table(a.selection, a.perf)
+    pmu_table = _pmu_table(a.selection)
     parts = [_aa_table(a.aa), _noise_table(a.noise), _rw_table(a.selection.samples),
-             _fair_table(a.fair), perf_table, _provenance_table(a.selection)]
+             _fair_table(a.fair), perf_table, pmu_table, _provenance_table(a.selection)]
     extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
     agree = tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
                           "in-module change", "in-module verdict", "agree"], a.agreement,
@@ -381,8 +415,9 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     if change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
     md += [_noise_table(a.noise).markdown(), ""]
-    if perf_table.rows:
-        md += [perf_table.markdown(), ""]
+    for t in (perf_table, pmu_table):
+        if t.rows:
+            md += [t.markdown(), ""]
     md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")

@@ -26,6 +26,7 @@
 #include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/perf_event.h>
 #include <linux/proc_fs.h>
 #include <linux/random.h>
 #include <linux/sched.h>
@@ -50,6 +51,10 @@
 #define QRWB_MIN_BATCH		16UL
 #define QRWB_MAX_BATCH		((unsigned long)SZ_16M)
 #define QRWB_CAL_NS		(200 * NSEC_PER_USEC)
+
+/* PMU probe: loop iterations that any counting event must see */
+#define QRWB_PMU_PROBE_OPS	BIT(16)
+#define QRWB_PMU_WHY		160
 
 /* ------------------------------------------------------------------ */
 /* parameters: every one a string, parsed and checked in qrwb_parse() */
@@ -136,6 +141,26 @@ static const char *qrwb_kernel_variant(void)
 
 enum { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG };
 
+/* in-kernel perf counters, one set per measuring kthread */
+enum { QRWB_PMU_CYCLES, QRWB_PMU_INSNS, QRWB_PMU_N };
+
+static const char * const qrwb_pmu_key[QRWB_PMU_N] = {
+	[QRWB_PMU_CYCLES]	= "cycles",
+	[QRWB_PMU_INSNS]	= "instructions",
+};
+
+static const u64 qrwb_pmu_config[QRWB_PMU_N] = {
+	[QRWB_PMU_CYCLES]	= PERF_COUNT_HW_CPU_CYCLES,
+	[QRWB_PMU_INSNS]	= PERF_COUNT_HW_INSTRUCTIONS,
+};
+
+/* one read of a thread's counters */
+struct qrwb_pmu_snap {
+	u64 val[QRWB_PMU_N];
+	u64 enabled[QRWB_PMU_N];
+	u64 running[QRWB_PMU_N];
+};
+
 /* ------------------------------------------------------------------ */
 /* run state */
 
@@ -155,6 +180,8 @@ struct qrwb_res {
 	u64 viol;
 	unsigned long batch;
 	unsigned int order;
+	u64 pmu[QRWB_PMU_N];	/* summed over the threads */
+	unsigned int pmu_ok;	/* bit i: pmu[i] counted in every thread */
 };
 
 struct qrwb_job {
@@ -184,6 +211,11 @@ struct qrwb_worker {
 	u64 viol;
 	u64 t_first;
 	u64 t_last;
+	/* counters of this thread (NULL: none), read around each window */
+	struct perf_event *pev[QRWB_PMU_N];
+	char pmu_why[QRWB_PMU_N][QRWB_PMU_WHY];	/* why pev[i] is NULL */
+	struct qrwb_pmu_snap pmu0, pmu1;
+	u64 pmu_read_ns[2];	/* sums: reading them before, after the windows */
 } __aligned(QRWB_LINE);
 
 static struct qrwb_job qrwb_job;
@@ -198,6 +230,20 @@ static u64 qrwb_rng;		/* splitmix64 state of the run order */
 static u64 qrwb_clock_ps;	/* cost of one ktime_get_ns() */
 static u64 qrwb_sum_window_ns, qrwb_sum_job_ns, qrwb_njobs;
 static u64 qrwb_sum_start_ns, qrwb_sum_tail_ns, qrwb_sum_wake_ns;
+
+/*
+ * PMU state, fixed before the first job: counter i is read and reported
+ * only when every thread has it (qrwb_pmu_on[i]); otherwise
+ * qrwb_pmu_why[i] says why not (the begin record's pmu.why).
+ */
+static atomic_t qrwb_pmu_ready;
+static bool qrwb_pmu_on[QRWB_PMU_N];
+static bool qrwb_pmu_any;
+static char qrwb_pmu_why[QRWB_PMU_N][QRWB_PMU_WHY];
+static u64 qrwb_pmu_read_ns;
+/* results whose counter i was omitted, and the first reason */
+static u64 qrwb_pmu_omitted[QRWB_PMU_N];
+static char qrwb_pmu_omit_why[QRWB_PMU_N][QRWB_PMU_WHY];
 
 /* slot 0: shared by all threads; slot 1 + t: thread t's own */
 static struct qrwb_slot qrwb_slots[QRWB_MAX_THREADS + 1];
@@ -313,6 +359,12 @@ static void qrwb_ks64(const char *key, s64 val)
 	qrwb_rec_add("%lld", val);
 }
 
+static void qrwb_kbool(const char *key, bool val)
+{
+	qrwb_key(key);
+	qrwb_rec_add("%s", val ? "true" : "false");
+}
+
 /* key: [v[0*stride], v[1*stride], ...], one per thread */
 static void qrwb_klist(const char *key, const u64 *v)
 {
@@ -380,6 +432,38 @@ static int qrwb_rec_emit(bool count)
 	return 0;
 }
 
+/*
+ * begin.pmu: {"cycles":bool,"instructions":bool[,"why":"..."]}, "why"
+ * exactly when one is false: "<key>: <reason>" per false counter, joined
+ * by "; ", or "cycles, instructions: <reason>" when both have the same.
+ */
+static void qrwb_emit_pmu(void)
+{
+	static char why[2 * QRWB_PMU_WHY + 64];
+	const bool c = qrwb_pmu_on[QRWB_PMU_CYCLES];
+	const bool i = qrwb_pmu_on[QRWB_PMU_INSNS];
+	const char *wc = qrwb_pmu_why[QRWB_PMU_CYCLES];
+	const char *wi = qrwb_pmu_why[QRWB_PMU_INSNS];
+
+	qrwb_key("pmu");
+	qrwb_rec_first = true;
+	qrwb_rec_add("{");
+	qrwb_kbool(qrwb_pmu_key[QRWB_PMU_CYCLES], c);
+	qrwb_kbool(qrwb_pmu_key[QRWB_PMU_INSNS], i);
+	if (!c && !i && !strcmp(wc, wi))
+		snprintf(why, sizeof(why), "cycles, instructions: %s", wc);
+	else if (!c && !i)
+		snprintf(why, sizeof(why), "cycles: %s; instructions: %s", wc, wi);
+	else if (!c)
+		snprintf(why, sizeof(why), "cycles: %s", wc);
+	else if (!i)
+		snprintf(why, sizeof(why), "instructions: %s", wi);
+	if (!c || !i)
+		qrwb_kstr("why", why);
+	qrwb_rec_add("}");
+	qrwb_rec_first = false;
+}
+
 static int qrwb_emit_begin(void)
 {
 	unsigned int i;
@@ -406,6 +490,7 @@ static int qrwb_emit_begin(void)
 	}
 	qrwb_rec_add("}");
 	qrwb_rec_first = false;
+	qrwb_emit_pmu();
 	return qrwb_rec_emit(true);
 }
 
@@ -431,7 +516,7 @@ static u64 qrwb_per_op_ps(const struct qrwb_res *r)
 static int qrwb_emit_rep(unsigned int rep)
 {
 	const struct qrwb_res *ovh[2] = { NULL, NULL };
-	unsigned int k;
+	unsigned int k, i;
 	int ret;
 
 	/* overhead: the rep's empty (atomics, copy 0, same placement) or no-lock harness */
@@ -474,6 +559,9 @@ static int qrwb_emit_rep(unsigned int rep)
 		qrwb_klist("per_thread_ops", pt);
 		qrwb_ku64("overhead_ps", qrwb_per_op_ps(ovh[e->percpu]));
 		qrwb_ku64("batch", r->batch);
+		for (i = 0; i < QRWB_PMU_N; i++)
+			if (r->pmu_ok & BIT(i))
+				qrwb_ku64(qrwb_pmu_key[i], r->pmu[i]);
 		if (qrwb_workload == QRWB_W_RWLOCK) {
 			qrwb_ku64("reads", r->reads);
 			qrwb_ku64("writes", r->writes);
@@ -497,6 +585,224 @@ static int qrwb_emit_rep(unsigned int rep)
 }
 
 /* ------------------------------------------------------------------ */
+/* in-kernel perf counters */
+
+static const char *qrwb_errname(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "-ENOENT (no PMU implements the event)";
+	case -EOPNOTSUPP:
+		return "-EOPNOTSUPP (the PMU does not support the event)";
+	case -ENODEV:
+		return "-ENODEV";
+	case -EINVAL:
+		return "-EINVAL";
+	case -EACCES:
+		return "-EACCES";
+	case -EPERM:
+		return "-EPERM";
+	case -EBUSY:
+		return "-EBUSY";
+	case -ENOSPC:
+		return "-ENOSPC";
+	case -ENOMEM:
+		return "-ENOMEM";
+	default:
+		return NULL;
+	}
+}
+
+static void qrwb_pmu_drop(struct qrwb_worker *w, unsigned int i,
+			  const char *fmt, ...) __printf(3, 4);
+static void qrwb_pmu_drop(struct qrwb_worker *w, unsigned int i,
+			  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->pmu_why[i], sizeof(w->pmu_why[i]), fmt, ap);
+	va_end(ap);
+	if (w->pev[i])
+		perf_event_release_kernel(w->pev[i]);
+	w->pev[i] = NULL;
+}
+
+/*
+ * Read this thread's counters; at the start of a window (rev) the cycle
+ * counter last, at its end first, so that it counts the least of the
+ * other counter's read. Only counters every thread has, unless probing.
+ */
+static void qrwb_pmu_read(struct qrwb_worker *w, struct qrwb_pmu_snap *snap,
+			  bool rev, bool probe)
+{
+	unsigned int k, i;
+
+	for (k = 0; k < QRWB_PMU_N; k++) {
+		i = rev ? QRWB_PMU_N - 1 - k : k;
+		if (w->pev[i] && (probe || qrwb_pmu_on[i]))
+			snap->val[i] = perf_event_read_value(w->pev[i],
+							     &snap->enabled[i],
+							     &snap->running[i]);
+	}
+}
+
+/*
+ * In the measuring kthread, before its first job: one counter per event,
+ * bound to this task (cpu -1), not to its CPU. The thread is bound to the
+ * CPU anyway; a task counter counts only this thread, interrupts taken
+ * while it runs included, and not whatever else the CPU may run while
+ * the thread is switched out (which would be counted in no op). Then a
+ * probe: a counter that does not run, or counts nothing in a loop of
+ * QRWB_PMU_PROBE_OPS iterations, is dropped (e.g. QEMU TCG's arm64 PMU
+ * takes the instructions event but counts it only with -icount).
+ */
+static void qrwb_pmu_open(struct qrwb_worker *w)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_HARDWARE,
+		.size = sizeof(attr),
+	};
+	struct qrwb_pmu_snap *a = &w->pmu0, *b = &w->pmu1;
+	struct perf_event *ev;
+	const char *name;
+	unsigned int i;
+
+	for (i = 0; i < QRWB_PMU_N; i++) {
+		w->pev[i] = NULL;
+		attr.config = qrwb_pmu_config[i];
+		ev = perf_event_create_kernel_counter(&attr, -1, current, NULL,
+						      NULL);
+		if (IS_ERR(ev)) {
+			name = qrwb_errname(PTR_ERR(ev));
+			if (name)
+				qrwb_pmu_drop(w, i, "perf_event_create_kernel_counter: %s",
+					      name);
+			else
+				qrwb_pmu_drop(w, i, "perf_event_create_kernel_counter: %ld",
+					      PTR_ERR(ev));
+			continue;
+		}
+		w->pev[i] = ev;
+	}
+
+	memset(a, 0, sizeof(*a));
+	memset(b, 0, sizeof(*b));
+	qrwb_pmu_read(w, a, true, true);
+	qrwb_loops_c0[QRWB_ID_empty_relaxed](&qrwb_slots[1 + w->idx],
+					     QRWB_PMU_PROBE_OPS);
+	qrwb_pmu_read(w, b, false, true);
+	for (i = 0; i < QRWB_PMU_N; i++) {
+		if (!w->pev[i])
+			continue;
+		if (b->running[i] == a->running[i])
+			qrwb_pmu_drop(w, i,
+				      "created, but not running in a probe loop (enabled %llu ns, running %llu ns)",
+				      b->enabled[i], b->running[i]);
+		else if (b->val[i] == a->val[i])
+			qrwb_pmu_drop(w, i,
+				      "counts 0 in a probe loop of %lu iterations (event not implemented by the PMU)",
+				      QRWB_PMU_PROBE_OPS);
+	}
+}
+
+static void qrwb_pmu_close(struct qrwb_worker *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < QRWB_PMU_N; i++) {
+		if (w->pev[i])
+			perf_event_release_kernel(w->pev[i]);
+		w->pev[i] = NULL;
+	}
+}
+
+/* leader, once every thread has opened its counters: what is reported */
+static void qrwb_pmu_settle(void)
+{
+	struct qrwb_worker *w0 = &qrwb_workers[0];
+	const struct qrwb_worker *bad;
+	unsigned int i, t, nok;
+	u64 t0, best = U64_MAX;
+
+	for (i = 0; i < QRWB_PMU_N; i++) {
+		bad = NULL;
+		nok = 0;
+		for (t = 0; t < qrwb_nthreads; t++) {
+			if (qrwb_workers[t].pev[i])
+				nok++;
+			else if (!bad)
+				bad = &qrwb_workers[t];
+		}
+		qrwb_pmu_on[i] = !bad;
+		qrwb_pmu_any |= !bad;
+		if (bad && nok)
+			snprintf(qrwb_pmu_why[i], sizeof(qrwb_pmu_why[i]),
+				 "thread %u: %s", bad->idx, bad->pmu_why[i]);
+		else if (bad)
+			strscpy(qrwb_pmu_why[i], bad->pmu_why[i],
+				sizeof(qrwb_pmu_why[i]));
+	}
+	if (!qrwb_pmu_any) {
+		pr_info("pmu: no counters: %s\n",
+			qrwb_pmu_why[QRWB_PMU_CYCLES]);
+		return;
+	}
+	/* what one read of the counters costs (outside every window) */
+	for (t = 0; t < 5; t++) {
+		t0 = ktime_get_ns();
+		qrwb_pmu_read(w0, &w0->pmu0, false, false);
+		best = min(best, ktime_get_ns() - t0);
+	}
+	qrwb_pmu_read_ns = best;
+	pr_info("pmu: cycles %s, instructions %s; one read of the counters %llu ns\n",
+		qrwb_pmu_on[QRWB_PMU_CYCLES] ? "counted" : "not counted",
+		qrwb_pmu_on[QRWB_PMU_INSNS] ? "counted" : "not counted",
+		qrwb_pmu_read_ns);
+}
+
+/* leader, after a job: sum the threads' deltas where every thread counted */
+static void qrwb_pmu_collect(struct qrwb_res *r)
+{
+	const struct qrwb_pmu_snap *a, *b;
+	u64 en, run, d;
+	unsigned int i, t;
+	bool ok;
+
+	r->pmu_ok = 0;
+	for (i = 0; i < QRWB_PMU_N; i++) {
+		r->pmu[i] = 0;
+		if (!qrwb_pmu_on[i])
+			continue;
+		ok = true;
+		for (t = 0; t < qrwb_nthreads && ok; t++) {
+			a = &qrwb_workers[t].pmu0;
+			b = &qrwb_workers[t].pmu1;
+			en = b->enabled[i] - a->enabled[i];
+			run = b->running[i] - a->running[i];
+			d = b->val[i] - a->val[i];
+			if (!run || run != en) {
+				ok = false;
+				if (!qrwb_pmu_omitted[i])
+					snprintf(qrwb_pmu_omit_why[i], QRWB_PMU_WHY,
+						 "order %u thread %u: running %llu of %llu ns enabled (multiplexed)",
+						 r->order, t, run, en);
+			} else if (!d && r->ops) {
+				ok = false;
+				if (!qrwb_pmu_omitted[i])
+					snprintf(qrwb_pmu_omit_why[i], QRWB_PMU_WHY,
+						 "order %u thread %u: counted 0", r->order, t);
+			}
+			r->pmu[i] += d;
+		}
+		if (ok)
+			r->pmu_ok |= BIT(i);
+		else
+			qrwb_pmu_omitted[i]++;
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* workers and the measurement */
 
 static void qrwb_measure(struct qrwb_worker *w)
@@ -507,7 +813,7 @@ static void qrwb_measure(struct qrwb_worker *w)
 	const qrwb_rwloop_fn rloop = j->rloop;
 	const unsigned long batch = j->batch;
 	struct qrwb_rwctx *c = &w->rw;
-	u64 now, t_start, t_end, ops = 0;
+	u64 now, t, t_start, t_end, ops = 0;
 	unsigned long r0, w0;
 
 	/* start barrier: the last thread to arrive sets the window */
@@ -540,6 +846,13 @@ static void qrwb_measure(struct qrwb_worker *w)
 		now = ktime_get_ns();
 	} while (now < t_start);
 
+	/* the counters are read outside the window: before t_first, after t_last */
+	if (qrwb_pmu_any) {
+		t = now;
+		qrwb_pmu_read(w, &w->pmu0, true, false);
+		now = ktime_get_ns();
+		w->pmu_read_ns[0] += now - t;
+	}
 	w->t_first = now;
 	r0 = c->reads;
 	w0 = c->writes;
@@ -552,6 +865,10 @@ static void qrwb_measure(struct qrwb_worker *w)
 		now = ktime_get_ns();
 	} while (now < t_end);
 	w->t_last = now;
+	if (qrwb_pmu_any) {
+		qrwb_pmu_read(w, &w->pmu1, false, false);
+		w->pmu_read_ns[1] += ktime_get_ns() - now;
+	}
 	w->ops = ops;
 	w->reads = c->reads - r0;
 	w->writes = c->writes - w0;
@@ -572,12 +889,24 @@ static int qrwb_worker_fn(void *arg)
 	struct qrwb_worker *w = arg;
 	unsigned long gen;
 
+	qrwb_pmu_open(w);
 	if (w->idx == 0) {
-		qrwb_run_ret = qrwb_run();
+		/* acquire: pairs with the followers' release of pmu_ready */
+		while (atomic_read_acquire(&qrwb_pmu_ready) != qrwb_nthreads - 1) {
+			cond_resched();
+			cpu_relax();
+		}
+		qrwb_pmu_settle();
+		qrwb_run_ret = qrwb_emit_begin();
+		if (!qrwb_run_ret)
+			qrwb_run_ret = qrwb_run();
+		qrwb_pmu_close(w);
 		/* release: the followers stop spinning */
 		smp_store_release(&qrwb_quit, 1);
 		complete(&qrwb_run_done);
 	} else {
+		/* release: the counters above, for the leader's settle */
+		atomic_inc_return_release(&qrwb_pmu_ready);
 		for (;;) {
 			/* acquire: the job's fields are read after gen */
 			gen = smp_load_acquire(&qrwb_job.gen);
@@ -594,6 +923,7 @@ static int qrwb_worker_fn(void *arg)
 			cond_resched();
 			cpu_relax();
 		}
+		qrwb_pmu_close(w);
 	}
 	/* a kthread must not exit before kthread_stop() */
 	for (;;) {
@@ -688,6 +1018,7 @@ static void qrwb_run_job(struct qrwb_res *r, u64 *pt_ops, u64 *pt_reads,
 			pt_writes[t] = w->writes;
 	}
 	r->ns = last - first;
+	qrwb_pmu_collect(r);
 	qrwb_sum_window_ns += r->ns;
 	qrwb_sum_job_ns += ktime_get_ns() - t0;
 	qrwb_sum_start_ns += j->t_start - j->warm_ns - t0;
@@ -1229,6 +1560,20 @@ static void qrwb_free_all(void)
 	qrwb_boxes = NULL;
 }
 
+/* the cost of the counter reads, outside the windows but in the counts */
+static void qrwb_pmu_report(void)
+{
+	u64 before = 0, after = 0, n = max(qrwb_njobs * qrwb_nthreads, 1ULL);
+	unsigned int t;
+
+	for (t = 0; t < qrwb_nthreads; t++) {
+		before += qrwb_workers[t].pmu_read_ns[0];
+		after += qrwb_workers[t].pmu_read_ns[1];
+	}
+	pr_info("pmu: reading the counters took %llu ns before and %llu ns after a window (mean)\n",
+		div64_u64(before, n), div64_u64(after, n));
+}
+
 /* in thread 0, on the first measuring CPU */
 static int qrwb_run(void)
 {
@@ -1240,6 +1585,7 @@ static int qrwb_run(void)
 
 static int __init qrwb_init(void)
 {
+	unsigned int i;
 	u64 t0, t1;
 	int ret;
 
@@ -1260,9 +1606,7 @@ static int __init qrwb_init(void)
 		cfg.workload, qrwb_nthreads, qrwb_seed, qrwb_kernel_variant(),
 		QRWB_ARCH);
 
-	ret = qrwb_emit_begin();
-	if (ret)
-		goto out;
+	/* the leader emits begin once the threads have their counters */
 	ret = qrwb_start_workers();
 	if (ret)
 		goto out;
@@ -1289,6 +1633,13 @@ static int __init qrwb_init(void)
 		div64_u64(qrwb_sum_start_ns, max(qrwb_njobs, 1ULL) * 1000),
 		div64_u64(qrwb_sum_tail_ns, max(qrwb_njobs, 1ULL) * 1000),
 		div64_u64(qrwb_sum_wake_ns, max(qrwb_njobs, 1ULL) * 1000));
+	if (qrwb_pmu_any)
+		qrwb_pmu_report();
+	for (i = 0; i < QRWB_PMU_N; i++)
+		if (qrwb_pmu_omitted[i])
+			pr_info("pmu: %s omitted in %llu of %llu measurements; first: %s\n",
+				qrwb_pmu_key[i], qrwb_pmu_omitted[i], qrwb_njobs,
+				qrwb_pmu_omit_why[i]);
 	qrwb_free_all();
 	return 0;
 out:

@@ -52,7 +52,9 @@ def test_atomics_short_run_is_complete_and_sane(tmp_path, arch, cpu):
         assert r["overhead_ps"] > 0
     assert any(r["op"] == "empty" for r in p.results), "harness overhead not measured"
     prov = json.loads((d / "provenance.json").read_text())
-    assert prov["cell"]["arch"] == arch and prov["qemu_cmd"][0].endswith("qemu-system-" + ("x86_64" if arch == "x86_64" else "aarch64"))
+    assert prov["cell"]["arch"] == arch and prov["qemu_binary"].endswith("qemu-system-" + ("x86_64" if arch == "x86_64" else "aarch64"))
+    # QEMU runs under perf stat (default); the command after "--" is QEMU's
+    assert prov["qemu_cmd"][prov["qemu_cmd"].index("--") + 1] == prov["qemu_binary"]
     assert "-nic" in prov["qemu_cmd"] and "none" in prov["qemu_cmd"]
 
 
