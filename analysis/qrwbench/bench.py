@@ -53,10 +53,12 @@ def append_for(cell: matrix.Cell, seed: int) -> str:
     return " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
 
 
-def run_id(boot: matrix.Boot, rig: dict, nonce: str) -> str:
+def run_id(boot: matrix.Boot, rig: dict, nonce: str, pin: bool = False) -> str:
+    """Stable per cell, boot, seed and rig state (so a re-run resumes); a pinned
+    boot is another run than an unpinned one."""
     c = boot.cell
-    h = hashlib.sha256(json.dumps([c.key(), boot.index, boot.seed, rig["rig_commit"],
-                                   rig["rig_diff_sha256"], nonce]).encode()).hexdigest()[:12]
+    ident = [c.key(), boot.index, boot.seed, rig["rig_commit"], rig["rig_diff_sha256"], nonce]
+    h = hashlib.sha256(json.dumps(ident + (["pinned"] if pin else [])).encode()).hexdigest()[:12]
     wp = dict(c.params).get("write_pct")
     return (f"{h}-{c.arch}-{c.accel}-{c.cpu}-{c.variant}-{c.workload}"
             f"{'' if wp is None else f'-w{wp}'}-{c.vcpus}v-b{boot.index}")
@@ -313,7 +315,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     print(f"bench: {len(boots)} boots of {len(cells)} cells from {m.path} "
           f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {runs}")
     for i, b in enumerate(boots, 1):
-        rid = run_id(b, rig, nonce)
+        rid = run_id(b, rig, nonce, m.pin)
         rdir = runs / rid
         if not fresh and store.has_run(conn, rid):
             skipped += 1

@@ -82,3 +82,12 @@ def test_pinned_guest_boot_is_recorded(tmp_path):
     conn = store.connect(tmp_path / "r.sqlite")
     store.import_run(conn, tmp_path / "run")
     assert [r["pinned"] for r in store.load_runs(conn)] == [1]
+
+
+def test_pinned_and_unpinned_boots_are_different_runs():
+    from qrwbench import bench, matrix
+    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 2, ())
+    b = matrix.Boot(c, 0, 7)
+    rig = {"rig_commit": "a" * 40, "rig_diff_sha256": ""}
+    assert bench.run_id(b, rig, "") == bench.run_id(b, rig, "", False)
+    assert bench.run_id(b, rig, "", True) != bench.run_id(b, rig, "")
