@@ -270,6 +270,36 @@ def _perf_table(sel: Selection, perf_rows: list[dict]) -> tables.Table:
                         "Host perf stat of the QEMU process (median per boot)")
 
 
+def _sweep_table(samples) -> tables.Table:
+    """Throughput vs vCPUs: median Mops/s per cell (all but vCPUs), variant and
+    vCPU count, for cells measured at more than one count; '*' marks
+    overcommitted points (more vCPUs than host CPUs)."""
+    acc = defaultdict(list)
+    oc = set()
+    for s in samples:
+        if s["copy"] != 0:
+            continue
+        key = (stats.Cell.of(s).replace(vcpus=0), s["variant"])
+        acc[(key, s["vcpus"])].append(s["throughput"])
+        if s.get("overcommitted"):
+            oc.add((key, s["vcpus"]))
+    counts = defaultdict(set)
+    for key, n in acc:
+        counts[key].add(n)
+    swept = {k: v for k, v in counts.items() if len(v) > 1}
+    cols = sorted(set().union(*swept.values())) if swept else []
+    rows = []
+    for (cell, variant) in sorted(swept, key=lambda k: (k[0].label(), k[1])):
+        row = [cell.label().replace("/0v ", " "), variant]
+        for n in cols:
+            x = acc.get(((cell, variant), n))
+            row.append("-" if not x else tables.fmt_rate(float(np.median(x))) +
+                       ("*" if ((cell, variant), n) in oc else ""))
+        rows.append(row)
+    return tables.Table(["cell", "variant", *(f"{n}v" for n in cols)], rows,
+                        "Throughput vs vCPUs (median Mops/s; * overcommitted)")
+
+
 def _pmu_table(sel: Selection) -> tables.Table:
     """Guest-side counters (the module's in-kernel perf events): median cycles
     and instructions per op (summed over threads / ops) per cell and variant
@@ -365,7 +395,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     comp = tables.comparison_table(a.cset, title="Comparisons")
     perf_table = _perf_table(a.selection, a.perf)
     pmu_table = _pmu_table(a.selection)
-    parts = [_aa_table(a.aa), _noise_table(a.noise), _rw_table(a.selection.samples),
+    sweep_table = _sweep_table(a.selection.samples)
+    parts = [_aa_table(a.aa), _noise_table(a.noise), sweep_table, _rw_table(a.selection.samples),
              _fair_table(a.fair), perf_table, pmu_table, _provenance_table(a.selection)]
     extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
     agree = tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
@@ -415,7 +446,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     if change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
     md += [_noise_table(a.noise).markdown(), ""]
-    for t in (perf_table, pmu_table):
+    for t in (sweep_table, perf_table, pmu_table):
         if t.rows:
             md += [t.markdown(), ""]
     md += [_provenance_table(a.selection).markdown(), ""]

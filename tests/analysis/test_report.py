@@ -178,3 +178,22 @@ def test_comparison_text_on_an_open_connection(results_db):
             report.comparison_text(conn, rig_commit="9" * 40)
     finally:
         conn.close()
+
+
+def test_sweep_table_throughput_vs_vcpus():
+    from qrwbench.report import _sweep_table
+
+    def s(vcpus, variant, mops, oc=False, copy=0, op="rwlock"):
+        return {"arch": "arm64", "accel": "tcg", "cpu_model": "max", "vcpus": vcpus,
+                "workload": "rwlock", "impl": "module", "op": op, "placement": "shared",
+                "params": "{}", "variant": variant, "copy": copy, "throughput": mops * 1e6,
+                "overcommitted": oc}
+    samples = [s(1, "acqrel", 10), s(1, "acqrel", 12), s(1, "acqrel", 11), s(2, "acqrel", 8),
+               s(4, "acqrel", 3, oc=True), s(1, "full", 9), s(4, "full", 2, oc=True),
+               s(4, "full", 99, copy=1),           # the A/A copy is not in the table
+               s(1, "acqrel", 5, op="other")]      # one vCPU count only: not a sweep
+    t = _sweep_table(samples)
+    assert t.headers == ["cell", "variant", "1v", "2v", "4v"]
+    assert t.rows == [["arm64/tcg/max rwlock module rwlock shared", "acqrel", "11", "8", "3*"],
+                      ["arm64/tcg/max rwlock module rwlock shared", "full", "9", "-", "2*"]]
+    assert _sweep_table(samples[-1:]).rows == []
