@@ -279,7 +279,11 @@ def _sweep_table(samples) -> tables.Table:
     for s in samples:
         if s["copy"] != 0:
             continue
-        key = (stats.Cell.of(s).replace(vcpus=0), s["variant"])
+        cell = stats.Cell.of(s)
+        p = cell.params_dict()
+        if p.get("threads") == cell.vcpus:      # one thread per vCPU: not a parameter here
+            p.pop("threads")
+        key = (cell.replace(vcpus=0, params=store.canonical_json(p)), s["variant"])
         acc[(key, s["vcpus"])].append(s["throughput"])
         if s.get("overcommitted"):
             oc.add((key, s["vcpus"]))

@@ -186,7 +186,7 @@ def test_sweep_table_throughput_vs_vcpus():
     def s(vcpus, variant, mops, oc=False, copy=0, op="rwlock"):
         return {"arch": "arm64", "accel": "tcg", "cpu_model": "max", "vcpus": vcpus,
                 "workload": "rwlock", "impl": "module", "op": op, "placement": "shared",
-                "params": "{}", "variant": variant, "copy": copy, "throughput": mops * 1e6,
+                "params": f'{{"threads":{vcpus}}}', "variant": variant, "copy": copy, "throughput": mops * 1e6,
                 "overcommitted": oc}
     samples = [s(1, "acqrel", 10), s(1, "acqrel", 12), s(1, "acqrel", 11), s(2, "acqrel", 8),
                s(4, "acqrel", 3, oc=True), s(1, "full", 9), s(4, "full", 2, oc=True),
