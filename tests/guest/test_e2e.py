@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import bench, matrix, records
+from qrwbench import bench, matrix, qemu, records
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -100,3 +100,22 @@ def test_hanging_guest_times_out_and_is_failed_with_console_tail(tmp_path):
     assert st["console_tail"], "console tail missing"
     saved = json.loads((d / "status.json").read_text())
     assert saved["timed_out"] is True
+
+
+def test_a_coarse_guest_clock_is_refused(tmp_path, monkeypatch):
+    """Without tsc_early_khz a microvm guest has no reference to calibrate
+    the TSC against and keeps jiffies: the module must refuse to measure."""
+    real = qemu.command
+
+    def without_tsc(*a, **k):
+        cmd = real(*a, **k)
+        i = cmd.index("-append") + 1
+        cmd[i] = " ".join(t for t in cmd[i].split() if not t.startswith(("tsc_early_khz=", "tsc=")))
+        return cmd
+
+    monkeypatch.setattr(qemu, "command", without_tsc)
+    c = cell("x86_64", "acqrel", "atomics", vcpus=1, ops="smp_mb", reps=1, duration_ms=5)
+    st, d, _ = boot(tmp_path, c, timeout=60)
+    assert "tsc_early_khz" not in json.loads((d / "provenance.json").read_text())["qemu_cmd"][-1]
+    assert st["status"] == "failed", st
+    assert "clock advances in steps of" in st["reason"], st["reason"]
