@@ -6,6 +6,7 @@
 #   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg]
 #   make report                    build/report/index.html from the results store
 #   make audit                     what each variant compiles to (objdump)
+#   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
 #   make perf CELL=...             perf record profile of QEMU for one cell
 #   make test                      everything `make test` needs, then the tests
 #   make test-slow                 + the unpatched reference build and its identity check
@@ -26,7 +27,7 @@ export RESULTS_DB PY
 
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
-.PHONY: all deps tree kernel kernels modules guests bench report audit regress perf perf-check \
+.PHONY: all deps tree kernel kernels modules guests bench report audit regress perf perf-check noise \
 	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
@@ -100,6 +101,14 @@ distclean: clean
 	rm -rf build
 
 # Exclusion torture: make torture [MINUTES=3]
+# The noise figures of docs/validity.md: the validity matrix into its own DB
+# (the default results store is not touched), then qrwbench.noise on this
+# rig commit's runs.
+NOISE_DB ?= build/noise/noise.sqlite
+noise: guests
+	@$(PYRUN) -m qrwbench.bench --matrix bench/matrix/validity.toml --db $(NOISE_DB) --runs build/noise/runs
+	@$(PYRUN) -m qrwbench.noise $(NOISE_DB) --commit $$(git rev-parse HEAD)
+
 torture: guests
 	@$(PYRUN) -m qrwbench.torture $(if $(MINUTES),--minutes $(MINUTES))
 
