@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import kvm, matrix, perf, provenance, qemu, targets
+from . import faults, kvm, matrix, perf, provenance, qemu, targets
 from . import pin as pinmod
 from .targets import TOP, InputError
 
@@ -105,7 +105,7 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     text = (run_dir / "console.log").read_bytes()
     parsed = records.parse_console(text)
     if status["status"] == "ok":
-        why = check_parsed(parsed, cell)
+        why = check_parsed(parsed, cell, text)
         if why:
             status.update(status="failed", reason=why)
     if status["status"] == "failed":
@@ -161,14 +161,18 @@ def collect_perf(run_dir: Path, note: dict) -> dict:
     return out
 
 
-def check_parsed(parsed, cell: matrix.Cell) -> str:
-    """Why a finished guest's output is not a valid run ('' when it is)."""
+def check_parsed(parsed, cell: matrix.Cell, console: bytes) -> str:
+    """Why a finished guest's output is not a valid run ('' when it is): the
+    same rules as the store's import (store.judge_run), so `make bench`
+    counts as ok exactly the runs that become data."""
     if parsed.refused_reason:
         return f"module refused to load: {parsed.refused_reason}"
     if parsed.faults:
         return f"guest fault: {parsed.faults[0]}"
     if not parsed.ok:
         return parsed.reason
+    if not faults.selftest_passed(console):
+        return "the kernel's atomic64 selftest pass line (atomic64_test: passed) is not on the console"
     b = parsed.begin
     if b.get("arch") != cell.arch or b.get("kernel_variant") != cell.variant:
         return (f"guest reports {b.get('arch')}-{b.get('kernel_variant')}, "

@@ -4,7 +4,10 @@ Compares the results of a target commit (default ``HEAD``) with a base commit
 (default: the nearest ancestor in git order with results for the same cells),
 metric by metric (cell x variant, copy 0, throughput):
 
-1. each side must hold >= 3 samples that pass LKP's stability rule (min-max
+0. one observation is one boot: the median of that run's windows (the two
+   commits ran in different boots, and boots of identical code differ far
+   more often than alpha; docs/validity.md);
+1. each side must hold >= 3 boots that pass LKP's stability rule (min-max
    gap <= 20 %, relative stddev <= 20 %; ``stats.stable_samples`` applies it
    after Tukey's fences), else the metric is "could not judge";
 2. the change is the ratio of medians target/base with a 95 % bootstrap CI and
@@ -75,11 +78,14 @@ class RegressResult:
 
 
 def _by_metric(samples):
-    out = defaultdict(list)
+    """(cell, variant) -> one median per boot: the two commits were measured in
+    different boots, so a boot, not a window, is one observation (see
+    ``stats.units_for``)."""
+    out = defaultdict(lambda: defaultdict(list))
     for s in samples:
         if s["copy"] == 0:
-            out[(stats.Cell.of(s), s["variant"])].append(float(s["throughput"]))
-    return {k: np.asarray(v) for k, v in out.items()}
+            out[(stats.Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
+    return {k: stats.per_run_medians(v) for k, v in out.items()}
 
 
 def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD,
@@ -97,7 +103,7 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
             r.why = f"base: {why_b}" if not ok_b else f"target: {why_t}"
         else:
             r.test = stats.compare_samples(r.target, r.base, n_resamples=n_resamples,
-                                           seed=[seed, i], alpha=alpha)
+                                           seed=[seed, i], alpha=alpha, unit="boot")
             if not r.test.judged:
                 r.why = r.test.why
         results.append(r)

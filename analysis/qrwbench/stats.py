@@ -118,6 +118,42 @@ def group(samples, *, copy: int | None = 0, value: str = "throughput"
     return {c: {v: np.asarray(x) for v, x in d.items()} for c, d in out.items()}
 
 
+def group_runs(samples, *, copy: int | None = 0, value: str = "throughput"
+               ) -> dict[Cell, dict[str, dict[str, list[float]]]]:
+    """{cell: {variant: {run_id: [``value`` of each window]}}} over ``copy``."""
+    out: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for s in samples:
+        if copy is None or s["copy"] == copy:
+            out[Cell.of(s)][s["variant"]][s["run_id"]].append(float(s[value]))
+    return out
+
+
+def per_run_medians(runs: dict) -> np.ndarray:
+    """One observation per boot: the median of each run's windows."""
+    return np.asarray([float(np.median(v)) for _, v in sorted(runs.items())])
+
+
+def pooled(runs: dict) -> np.ndarray:
+    """Every window of every run (for variants measured in the same boots)."""
+    return np.asarray([x for _, v in sorted(runs.items()) for x in v])
+
+
+def units_for(a_runs: dict, b_runs: dict) -> tuple[np.ndarray, np.ndarray, str]:
+    """The observations to compare two variants on, and their unit.
+
+    Variants measured in the same boots (the module's copies, the atomics'
+    orderings: all interleaved in every boot) are compared window by window,
+    all boots pooled: a boot's speed moves both sides alike. Variants measured
+    in different boots (kernel builds: one kernel per boot) are compared boot
+    by boot, one median per boot: their windows share their boot's speed, and
+    two boots of one kernel differ far more often than alpha (docs/validity.md,
+    boot-to-boot A/A 23-33 %), so pooling windows would make noise significant.
+    """
+    if set(a_runs).isdisjoint(b_runs):
+        return per_run_medians(a_runs), per_run_medians(b_runs), "boot"
+    return pooled(a_runs), pooled(b_runs), "window"
+
+
 # ----------------------------------------------------------------- summaries
 
 @dataclass
@@ -227,6 +263,7 @@ class Test:
     cv_b: float = math.nan
     judged: bool = False
     why: str = ""                # why not judged
+    unit: str = "window"         # what one observation is: a timed window, or a boot's median
 
     @property
     def pct_change(self) -> float:
@@ -234,19 +271,26 @@ class Test:
 
 
 def compare_samples(a, b, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, seed=0,
-                    alpha=ALPHA, min_n=MIN_SAMPLES) -> Test:
-    """Median ratio a/b with bootstrap CI, Mann-Whitney p, Cliff's delta, MDE."""
+                    alpha=ALPHA, min_n=MIN_SAMPLES, unit="window") -> Test:
+    """Median ratio a/b with bootstrap CI, Mann-Whitney p, Cliff's delta, MDE.
+    ``unit`` says what one observation is ("window" or "boot")."""
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     t = Test(n_a=len(a), n_b=len(b),
              median_a=float(np.median(a)) if len(a) else math.nan,
              median_b=float(np.median(b)) if len(b) else math.nan,
-             cv_a=cv(a), cv_b=cv(b))
+             cv_a=cv(a), cv_b=cv(b), unit=unit)
     if min(len(a), len(b)) < min_n:
-        t.why = f"too few samples (n={len(a)} vs {len(b)}; need {min_n})"
+        what = "boots" if unit == "boot" else "samples"
+        t.why = f"too few {what} (n={len(a)} vs {len(b)}; need {min_n})"
         return t
     if t.median_b <= 0:
         t.why = "baseline median throughput is 0"
+        return t
+    if min_p_value(len(a), len(b)) >= alpha:
+        what = "boots" if unit == "boot" else "samples"
+        t.why = (f"{len(a)} vs {len(b)} {what} cannot reach alpha {alpha:g} "
+                 f"(smallest possible p {min_p_value(len(a), len(b)):.2g})")
         return t
     t.ratio = t.median_a / t.median_b
     t.ratio_low, t.ratio_high = ratio_ci(a, b, confidence=confidence,
@@ -328,7 +372,7 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
     samples = list(samples)
     if not samples:
         raise QrwbenchError("empty selection: no samples match")
-    groups = group(samples, copy=copy)
+    groups = group_runs(samples, copy=copy)
     if not groups:
         raise QrwbenchError(f"empty selection: no samples of copy {copy}")
     by_workload = defaultdict(set)
@@ -351,19 +395,22 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
             skipped.append((cell, f"no {base} samples (variants present: "
                                   f"{', '.join(sorted(variants))})"))
             continue
-        base_sum = summarize(variants[base], confidence=confidence,
-                             n_resamples=n_resamples, seed=[seed, i, 0])
+        base_sums = {}
         for j, variant in enumerate(sorted(variants)):
             if variant == base:
                 continue
-            t = compare_samples(variants[variant], variants[base], confidence=confidence,
+            a, b, unit = units_for(variants[variant], variants[base])
+            if unit not in base_sums:
+                base_sums[unit] = summarize(b, confidence=confidence,
+                                            n_resamples=n_resamples, seed=[seed, i, 0])
+            t = compare_samples(a, b, confidence=confidence,
                                 n_resamples=n_resamples, seed=[seed, i, j + 1],
-                                alpha=alpha)
+                                alpha=alpha, unit=unit)
             comps.append(Comparison(
                 cell=cell, variant=variant, baseline=base, test=t,
-                summary=summarize(variants[variant], confidence=confidence,
+                summary=summarize(a, confidence=confidence,
                                   n_resamples=n_resamples, seed=[seed, i, j + 1, 0]),
-                base_summary=base_sum,
+                base_summary=base_sums[unit],
                 identical_code=bool(identical and identical(cell, variant, base))))
         if len(variants) == 1:
             skipped.append((cell, f"only the baseline {base} was measured"))
@@ -406,8 +453,8 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
     A comparison counts as a false positive when its raw Mann-Whitney p is
     below ``alpha`` and its ratio CI excludes 1: the per-comparison error rate,
     which should be at or below alpha when the harness adds no bias. Pairs too
-    small for any p below alpha (3 vs 3) are not judged: they would count as
-    "no false positive" without testing anything.
+    small for any p below alpha (3 vs 3) are not judged (``compare_samples``):
+    they would count as "no false positive" without testing anything.
     """
     samples = list(samples)
     results = []
@@ -433,11 +480,6 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
                                     n_resamples=n_resamples, seed=[seed, 1000 + i, k],
                                     alpha=alpha)
                 results.append(AAResult("boot", cell, variant, t, f"run {r1} vs {r0}"))
-    for r in results:           # a comparison that cannot reach alpha tests nothing
-        t = r.test
-        if t.judged and min_p_value(t.n_a, t.n_b) >= alpha:
-            t.judged = False
-            t.why = (f"n={t.n_a} vs {t.n_b}: no p below alpha {alpha:g} is possible")
     judged = [r for r in results if r.test.judged]
     for r in judged:
         t = r.test

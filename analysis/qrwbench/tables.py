@@ -79,6 +79,11 @@ class Table:
         return f"{title}<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _n(n: int, unit: str) -> str:
+    """The n column: windows are counted bare, boots say so."""
+    return f"{n} boot{'s' if n != 1 else ''}" if unit == "boot" else str(n)
+
+
 def comparison_table(cset, *, title: str = "") -> Table:
     """One row per (cell, variant) of a :class:`qrwbench.stats.ComparisonSet`,
     preceded by the cell's baseline row."""
@@ -90,7 +95,7 @@ def comparison_table(cset, *, title: str = "") -> Table:
     for c in sorted(cset.comparisons, key=lambda c: (c.cell, c.variant)):
         if c.cell != last:
             b = c.base_summary
-            rows.append([c.cell.label(), f"{c.baseline} (baseline)", str(b.n),
+            rows.append([c.cell.label(), f"{c.baseline} (baseline)", _n(b.n, c.test.unit),
                          f"{fmt_rate(b.median)} [{fmt_rate(b.ci_low)}, {fmt_rate(b.ci_high)}]",
                          "1", "", "", "", "", ""])
             last = c.cell
@@ -98,7 +103,7 @@ def comparison_table(cset, *, title: str = "") -> Table:
         ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
                  if t.judged else "-")
         verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else "")
-        rows.append(["", c.variant, str(s.n),
+        rows.append(["", c.variant, _n(s.n, t.unit),
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
                      ratio, fmt_pct(t.pct_change) if t.judged else "-",
                      fmt_p(c.p_adjusted), fmt_ratio(t.cliffs_delta) if t.judged else "-",

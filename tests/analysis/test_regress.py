@@ -3,6 +3,7 @@
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 import synth
@@ -30,16 +31,21 @@ def repo(tmp_path):
     return path, shas
 
 
-def _fill(tmp_path, shas, levels, *, cv=0.02, reps=8, skip=()):
-    """One atomics run per commit; ``levels[i]`` scales every variant at commit i."""
+def _fill(tmp_path, shas, levels, *, cv=0.02, reps=8, skip=(), boots=5, boot_cv=0.01):
+    """``boots`` atomics runs per commit; ``levels[i]`` scales every variant at
+    commit i, and each boot's speed is drawn with CV ``boot_cv`` (regress
+    compares boots: one median per boot)."""
     db = str(tmp_path / "db.sqlite")
+    rng = np.random.default_rng(11)
     for i, (sha, lvl) in enumerate(zip(shas, levels)):
         if i in skip:
             continue
-        run = synth.atomics_run(tmp_path / "runs", f"run-{i}", rate=50e6 * lvl, cv=cv,
-                                reps=reps, rig_commit=sha,
-                                started_at=f"2026-12-01T00:{i:02d}:00Z")
-        assert store.import_run(db, run).status == "ok"
+        for b in range(boots):
+            speed = rng.lognormal(0.0, np.sqrt(np.log(1 + boot_cv ** 2)))
+            run = synth.atomics_run(tmp_path / "runs", f"run-{i}-{b}", rate=50e6 * lvl * speed,
+                                    cv=cv, reps=reps, rig_commit=sha,
+                                    started_at=f"2026-12-01T{b:02d}:{i:02d}:00Z")
+            assert store.import_run(db, run).status == "ok"
     return db
 
 
@@ -93,7 +99,7 @@ def test_default_base_skips_commits_without_results(tmp_path, repo):
 
 def test_unstable_samples_could_not_judge(tmp_path, repo):
     path, shas = repo
-    db = _fill(tmp_path, shas, [1.0] * 8, cv=0.25)
+    db = _fill(tmp_path, shas, [1.0] * 8, boot_cv=0.25)
     res = regress.regress(db, target=shas[7], repo=path)
     assert res.exit_code == 0
     assert res.results and all(r.status == regress.NOT_JUDGED for r in res.results)

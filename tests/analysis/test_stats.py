@@ -223,4 +223,52 @@ def test_aa_pairs_too_small_to_reach_alpha_are_not_counted():
     rng = np.random.default_rng(12)
     aa = stats.aa_control(_samples(rng, reps=3, copy_factor=0.5), n_resamples=100)
     assert aa.results and aa.n_judged == 0 and math.isnan(aa.rate)
-    assert all("no p below alpha" in r.test.why for r in aa.results)
+    assert all("cannot reach alpha" in r.test.why for r in aa.results)
+
+
+def _boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, reps=20):
+    """Windows of ``n_boots`` boots of one kernel variant (impl kernel): each
+    boot has its own speed (CV ``boot_cv``), its windows a small CV."""
+    out = []
+    for b in range(n_boots):
+        speed = factor * rng.lognormal(0.0, boot_cv)
+        for s in _samples(rng, reps=reps, cv=cv, variants=(variant,), run_id=f"{variant}-{b}",
+                          factors={variant: speed}, copy_factor=1.0):
+            if s["copy"] == 0:
+                out.append(dict(s, workload="rwlock", impl="kernel", op="rwlock"))
+    return out
+
+
+def test_variants_from_different_boots_are_compared_boot_by_boot():
+    """Identical kernels, boots differing by 10 %: pooling the windows of 5
+    boots a side would call that significant; one median per boot does not."""
+    rng = np.random.default_rng(5)
+    s = _boots(rng, "acqrel", 5) + _boots(rng, "full", 5)
+    (c,) = stats.compare_cells(s).comparisons
+    assert c.test.unit == "boot" and (c.test.n_a, c.test.n_b) == (5, 5)
+    assert c.verdict == stats.NO_DIFF, (c.test.p_value, c.test.ratio)
+    a = [x["throughput"] for x in s if x["variant"] == "full"]
+    b = [x["throughput"] for x in s if x["variant"] == "acqrel"]
+    assert stats.compare_samples(a, b).p_value < 0.001     # what window pooling would say
+    # a real 40 % difference is still found from 5 boots a side
+    s = _boots(rng, "acqrel", 5) + _boots(rng, "full", 5, factor=0.6)
+    (c,) = stats.compare_cells(s).comparisons
+    assert c.test.unit == "boot" and c.verdict == stats.SLOWER
+
+
+def test_two_boots_a_side_cannot_judge_kernel_builds():
+    rng = np.random.default_rng(6)
+    s = _boots(rng, "acqrel", 2) + _boots(rng, "full", 2, factor=0.5)
+    (c,) = stats.compare_cells(s).comparisons
+    assert not c.test.judged and "too few boots (n=2 vs 2" in c.verdict
+    s = _boots(rng, "acqrel", 3) + _boots(rng, "full", 3, factor=0.5)
+    (c,) = stats.compare_cells(s).comparisons
+    assert not c.test.judged and "3 vs 3 boots cannot reach alpha" in c.verdict
+
+
+def test_variants_of_the_same_boots_are_compared_window_by_window():
+    rng = np.random.default_rng(7)
+    s = _samples(rng, factors={"relaxed": 0.9}, run_id="r0") + \
+        _samples(rng, factors={"relaxed": 0.9}, run_id="r1")
+    (c,) = [c for c in stats.compare_cells(s).comparisons if c.variant == "relaxed"]
+    assert c.test.unit == "window" and c.test.n_a == 24 and c.verdict == stats.SLOWER

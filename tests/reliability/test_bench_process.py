@@ -92,9 +92,14 @@ def test_hanging_guest_fails_its_run_and_the_matrix_goes_on(tmp_path):
     hang_dir = next((tmp_path / "runs").glob("*-hang-*"))
     st = json.loads((hang_dir / "status.json").read_text())
     assert st["timed_out"] and st["console_tail"]
+    assert qemus_for(tmp_path / "runs") == [], "the timed-out QEMU is still running"
+    # the closing summary lists the failure (not only the per-run FAILED line)
+    summary = r.stdout[r.stdout.index("1 runs ok, 1 failed"):]
+    assert f"failed: {hang_dir.name}: guest did not finish within 12 s" in summary, summary
 
 
-def test_sigint_kills_qemu_keeps_complete_runs_and_resumes(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_kills_qemu_keeps_complete_runs_and_resumes(tmp_path, sig):
     m = write_matrix(tmp_path, ATOMICS, boots=4, reps=4)
     p = subprocess.Popen(bench_cmd(tmp_path, m), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     runs = tmp_path / "runs"
@@ -108,10 +113,10 @@ def test_sigint_kills_qemu_keeps_complete_runs_and_resumes(tmp_path):
     else:
         p.kill()
         pytest.fail("matrix did not get to its second boot")
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, _ = p.communicate(timeout=60)
-    assert p.returncode == 128 + signal.SIGINT, out
-    assert "interrupted by SIGINT" in out
+    assert p.returncode == 128 + sig, out
+    assert f"interrupted by {sig.name}" in out
     time.sleep(0.5)
     assert qemus_for(runs) == [], "orphan QEMU left behind"
     stored = runs_in_db(tmp_path)

@@ -19,6 +19,6 @@ def test_guest_panic_is_a_failed_run_with_the_offending_line(tmp_path):
     console = (tmp_path / "console.log").read_bytes()
     found = faults.scan(console)
     assert any("Kernel panic" in line for line in found), found
-    why = bench.check_parsed(records.parse_console(console), cell)
+    why = bench.check_parsed(records.parse_console(console), cell, console)
     assert why.startswith("guest fault: ") and "panic" in why.lower()
     assert not st["timed_out"], "panic=-1 must reboot the guest, and -no-reboot end QEMU"
