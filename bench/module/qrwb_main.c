@@ -1175,7 +1175,7 @@ static void qrwb_fill_atomics(void)
 
 static int qrwb_run_atomics(void)
 {
-	unsigned int nsel = 0, nplace, i, rep, k;
+	unsigned int nsel = 0, nplace, i, rep, round, k;
 	int ret;
 
 	for (i = 0; i < QRWB_NOPS; i++)
@@ -1186,7 +1186,9 @@ static int qrwb_run_atomics(void)
 		return ret;
 
 	qrwb_calibrate_atomics();
-	for (rep = 0; rep < cfg.reps; rep++) {
+	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
+		/* the first warmup_reps rounds are run in full and not emitted */
+		rep = round < cfg.warmup_reps ? 0 : round - cfg.warmup_reps;
 		qrwb_fill_atomics();
 		qrwb_shuffle(qrwb_ents, qrwb_nents);
 		for (k = 0; k < qrwb_nents; k++) {
@@ -1205,6 +1207,8 @@ static int qrwb_run_atomics(void)
 				     qrwb_pt_ops + (size_t)k * qrwb_nthreads,
 				     NULL, NULL);
 		}
+		if (round < cfg.warmup_reps)
+			continue;
 		ret = qrwb_emit_rep(rep);
 		if (ret)
 			return ret;
@@ -1299,7 +1303,7 @@ static unsigned long qrwb_calibrate_rwlock(const unsigned int *ids,
 
 static int qrwb_run_rwlock(void)
 {
-	unsigned int ids[QRWB_RW_N], nids = 0, rep, k, t;
+	unsigned int ids[QRWB_RW_N], nids = 0, rep, round, k, t;
 	unsigned long batch;
 	int ret;
 
@@ -1321,7 +1325,9 @@ static int qrwb_run_rwlock(void)
 		return ret;
 
 	batch = qrwb_calibrate_rwlock(ids, nids);
-	for (rep = 0; rep < cfg.reps; rep++) {
+	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
+		/* the first warmup_reps rounds are run in full and not emitted */
+		rep = round < cfg.warmup_reps ? 0 : round - cfg.warmup_reps;
 		for (k = 0; k < nids; k++) {
 			qrwb_ents[k].id = ids[k];
 			qrwb_ents[k].copy = ids[k] == QRWB_RW_ACQREL_C1;
@@ -1343,6 +1349,8 @@ static int qrwb_run_rwlock(void)
 			qrwb_run_job(&qrwb_res[k], qrwb_pt_ops + off,
 				     qrwb_pt_reads + off, qrwb_pt_writes + off);
 		}
+		if (round < cfg.warmup_reps)
+			continue;
 		ret = qrwb_emit_rep(rep);
 		if (ret)
 			return ret;

@@ -76,7 +76,8 @@ def test_rwlock_exclusion_holds_for_correct_orderings(tmp_path, arch, cpu, varia
 
 
 @pytest.mark.parametrize("param,value", [("write_pct", 150), ("nlocks", 0), ("duration_ms", 0),
-                                         ("threads", 9), ("ops", "atomic_frobnicate")])
+                                         ("threads", 9), ("ops", "atomic_frobnicate"),
+                                         ("warmup_reps", 101)])
 def test_bad_parameters_are_refused_with_the_guest_reason(tmp_path, param, value):
     c = cell("x86_64", "acqrel", "atomics" if param in ("ops", "duration_ms", "threads") else "rwlock",
              **{param: value})
@@ -119,3 +120,19 @@ def test_a_coarse_guest_clock_is_refused(tmp_path, monkeypatch):
     assert "tsc_early_khz" not in json.loads((d / "provenance.json").read_text())["qemu_cmd"][-1]
     assert st["status"] == "failed", st
     assert "clock advances in steps of" in st["reason"], st["reason"]
+
+
+@pytest.mark.parametrize("workload", ["atomics", "rwlock"])
+def test_warmup_rounds_are_not_emitted(tmp_path, workload):
+    """warmup_reps=2, reps=1: exactly one rep of results, order from 0."""
+    params = dict(warmup_reps=2, reps=1, duration_ms=3)
+    if workload == "atomics":
+        params.update(ops="atomic_add_return", placement="percpu")
+    c = cell("x86_64", "acqrel", workload, **params)
+    st, _, p = boot(tmp_path, c)
+    assert st["status"] == "ok", st
+    assert p.begin["params"]["warmup_reps"] == 2
+    assert {r["rep"] for r in p.results} == {0}
+    assert sorted(r["order"] for r in p.results) == list(range(len(p.results)))
+    per_entry = {(r["impl"], r["op"], r["variant"], r["copy"], r["placement"]) for r in p.results}
+    assert len(per_entry) == len(p.results)
