@@ -84,6 +84,7 @@ def test_bad_parameters_are_refused_with_the_guest_reason(tmp_path, param, value
     st, d, p = boot(tmp_path, c, timeout=60)
     assert st["status"] == "failed"
     assert "refused" in st["reason"] and param in st["reason"], st["reason"]
+    assert p.error is not None and p.error["errno"] == 22, p.error     # -EINVAL
 
 
 def test_unknown_workload_is_refused(tmp_path):
@@ -136,3 +137,27 @@ def test_warmup_rounds_are_not_emitted(tmp_path, workload):
     assert sorted(r["order"] for r in p.results) == list(range(len(p.results)))
     per_entry = {(r["impl"], r["op"], r["variant"], r["copy"], r["placement"]) for r in p.results}
     assert len(per_entry) == len(p.results)
+
+
+def test_split_mode_threads_only_read_or_only_write(tmp_path):
+    c = cell("x86_64", "acqrel", "rwlock", nreaders=1, nwriters=1, reps=2, duration_ms=5,
+             check_exclusion=1)
+    st, _, p = boot(tmp_path, c)
+    assert st["status"] == "ok", st
+    for r in p.results:
+        if r["impl"] == "none":
+            continue
+        roles = sorted((w > 0, rd > 0) for rd, w in zip(r["per_thread_reads"], r["per_thread_writes"]))
+        assert roles == [(False, True), (True, False)], r     # one pure reader, one pure writer
+        if r["impl"] == "kernel" or r["variant"] != "relaxed":
+            assert r["violations"] == 0, r
+
+
+def test_threads_spread_over_several_locks(tmp_path):
+    c = cell("arm64", "acqrel", "rwlock", nlocks=2, write_pct=50, reps=2, duration_ms=5,
+             check_exclusion=1)
+    st, _, p = boot(tmp_path, c)
+    assert st["status"] == "ok", st
+    assert p.begin["params"]["nlocks"] == 2
+    for r in p.results:
+        assert r["reads"] > 0 and r["writes"] > 0 and r["violations"] in (0, -1), r

@@ -158,6 +158,17 @@ def test_unwritable_results_dir_is_refused_before_work(tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+def test_existing_but_unwritable_runs_dir_is_refused_before_work(tmp_path):
+    # sysfs refuses new files even to root: a directory that exists but takes no writes
+    m = write_matrix(tmp_path, ATOMICS)
+    cmd = bench_cmd(tmp_path, m)
+    cmd[cmd.index("--runs") + 1] = "/sys/kernel"
+    r = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "/sys/kernel is not writable: Permission denied" in r.stderr
+    assert r.stderr.count("\n") == 1 and "boots of" not in r.stdout
+
+
 def test_full_disk_is_refused_before_work(tmp_path, monkeypatch):
     from qrwbench import bench
     import shutil
