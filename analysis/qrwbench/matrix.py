@@ -119,44 +119,106 @@ class Matrix:
     workloads: list = field(default_factory=list)   # dicts
 
 
-def _where(path: Path, what: str) -> str:
-    return f"{path.name}: {what}"
+def _where(path: Path, what: str, line: int | None = None) -> str:
+    return f"{path.name}:{line}: {what}" if line else f"{path.name}: {what}"
 
 
-def _check_keys(path: Path, where: str, table: dict, spec: dict, required: set) -> None:
+class _Lines:
+    """Line numbers of the tables and keys of a matrix file, for error messages
+    (tomllib gives positions only for syntax errors)."""
+
+    _HEADER = re.compile(r"\s*\[\[\s*([A-Za-z_]\w*)\s*\]\]|\s*\[\s*([A-Za-z_]\w*)\s*\]")
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+        self.tables: dict[tuple[str, int], tuple[int, int]] = {}
+        seen: dict[str, int] = {}
+        last = None
+        for n, line in enumerate(self.lines, 1):
+            m = self._HEADER.match(line)
+            if not m:
+                continue
+            name = m.group(1) or m.group(2)
+            if last is not None:
+                self.tables[last] = (self.tables[last][0], n - 1)
+            last = (name, seen.get(name, 0))
+            seen[name] = last[1] + 1
+            self.tables[last] = (n, len(self.lines))
+        if last is not None:
+            self.tables[last] = (self.tables[last][0], len(self.lines))
+
+    def line(self, table: str, index: int = 0, key: str | None = None) -> int | None:
+        """The line of ``key`` (``a.b``: b inside a's inline table) in the
+        index-th ``table``; the table's header line when the key is not found."""
+        if (table, index) not in self.tables:
+            return None
+        first, last = self.tables[(table, index)]
+        for part in reversed((key or "").split(".")):
+            if not part:
+                continue
+            pat = re.compile(rf"(^|[{{,\s]){re.escape(part)}\s*=")
+            for n in range(first, last + 1):
+                text = self.lines[n - 1].split("#", 1)[0]
+                if pat.search(text):
+                    return n
+        return first
+
+
+def _bad_key(e: InputError, table: dict, keys) -> str | None:
+    """The key whose value an error message quotes (for its line)."""
+    for k in keys:
+        if k in table and f"'{table[k]}'" in str(e):
+            return k
+    return None
+
+
+class _At:
+    """Where an error is: the file, and (optionally) the table and key."""
+
+    def __init__(self, path: Path, lines: _Lines | None = None, table: str = "", index: int = 0):
+        self.path, self.lines, self.table, self.index = path, lines, table, index
+
+    def error(self, what: str, key: str | None = None) -> InputError:
+        n = self.lines.line(self.table, self.index, key) if self.lines and self.table else None
+        return InputError(_where(self.path, what, n))
+
+
+def _check_keys(at: _At, where: str, table: dict, spec: dict, required: set) -> None:
     for k, v in table.items():
         if k not in spec:
-            raise InputError(_where(path, f"unknown key '{k}' in {where}: valid are {', '.join(spec)}"))
+            raise at.error(f"unknown key '{k}' in {where}: valid are {', '.join(spec)}", k)
         if not isinstance(v, spec[k]) or (spec[k] is int and isinstance(v, bool)):
-            raise InputError(_where(path, f"{where}.{k} = {v!r}: must be {spec[k].__name__}"))
+            raise at.error(f"{where}.{k} = {v!r}: must be {spec[k].__name__}", k)
     for k in required:
         if k not in table:
-            raise InputError(_where(path, f"{where} lacks '{k}'"))
+            raise at.error(f"{where} lacks '{k}'")
 
 
-def _check_param(path: Path, where: str, name: str, value) -> None:
+def _check_param(path: Path | _At, where: str, name: str, value) -> None:
+    at = path if isinstance(path, _At) else _At(path)
+    key = f"params.{name}"
     PARAMS, STR_PARAMS = module_params()
     if name in HOST_PARAMS:
-        raise InputError(_where(path, f"{where}.params.{name}: set by the rig, not the matrix"))
+        raise at.error(f"{where}.params.{name}: set by the rig, not the matrix", key)
     if name in STR_PARAMS:
         if not isinstance(value, str) or not value.replace(",", "").replace("_", "").isalnum():
-            raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be a comma-separated list of names"))
+            raise at.error(f"{where}.params.{name} = {value!r}: must be a comma-separated list of names", key)
         if name == "ops":
             valid = op_names()
             for op in value.split(","):
                 if op != "all" and op not in valid:
-                    raise InputError(_where(path, f"{where}.params.ops: unknown op '{op}': valid are all, "
-                                                   f"{', '.join(valid)}"))
+                    raise at.error(f"{where}.params.ops: unknown op '{op}': valid are all, "
+                                   f"{', '.join(valid)}", key)
         elif name in STR_CHOICES and value not in STR_CHOICES[name]:
-            raise InputError(_where(path, f"{where}.params.{name} = '{value}': valid are "
-                                           f"{', '.join(STR_CHOICES[name])}"))
+            raise at.error(f"{where}.params.{name} = '{value}': valid are "
+                           f"{', '.join(STR_CHOICES[name])}", key)
         return
     if name not in PARAMS:
-        raise InputError(_where(path, f"unknown parameter '{name}' in {where}.params: valid are "
-                                       f"{', '.join(sorted(set(PARAMS) | STR_PARAMS))}"))
+        raise at.error(f"unknown parameter '{name}' in {where}.params: valid are "
+                       f"{', '.join(sorted(set(PARAMS) | STR_PARAMS))}", key)
     lo, hi = PARAMS[name]
     if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-        raise InputError(_where(path, f"{where}.params.{name} = {value!r}: must be an integer in {lo}..{hi}"))
+        raise at.error(f"{where}.params.{name} = {value!r}: must be an integer in {lo}..{hi}", key)
 
 
 def load(path: str | Path) -> Matrix:
@@ -166,58 +228,64 @@ def load(path: str | Path) -> Matrix:
     except OSError as e:
         raise InputError(f"cannot read matrix {path}: {e.strerror}") from None
     try:
-        doc = tomllib.loads(raw.decode())
+        text = raw.decode()
+        doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: malformed TOML: {e}") from None
+    lines = _Lines(text)
     top = {"run": dict, "target": list, "workload": list}
     for k in doc:
         if k not in top:
-            raise InputError(_where(path, f"unknown table '{k}': valid are run, target, workload"))
+            raise _At(path, lines, k).error(f"unknown table '{k}': valid are run, target, workload")
     run = doc.get("run", {})
-    _check_keys(path, "[run]", run, RUN_KEYS, set())
+    at = _At(path, lines, "run")
+    _check_keys(at, "[run]", run, RUN_KEYS, set())
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
                mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False))
     workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
     if m.boots < 1 or m.timeout_s < 1 or m.mem_mb < 64:
-        raise InputError(_where(path, "[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64"))
+        raise at.error("[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64",
+                       "boots" if m.boots < 1 else "timeout_s" if m.timeout_s < 1 else "mem_mb")
     if not doc.get("target") or not doc.get("workload"):
         raise InputError(_where(path, "needs at least one [[target]] and one [[workload]]"))
     for i, t in enumerate(doc["target"]):
         where = f"[[target]] #{i + 1}"
-        _check_keys(path, where, t, TARGET_KEYS, {"arch", "accel"})
+        at = _At(path, lines, "target", i)
+        _check_keys(at, where, t, TARGET_KEYS, {"arch", "accel"})
         try:
             arch = targets.check_arch(t["arch"])
             targets.check_accel(t["accel"])
             targets.check_cpu_model(arch, t["accel"], t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]))
         except InputError as e:
-            raise InputError(_where(path, f"{where}: {e}")) from None
+            raise at.error(f"{where}: {e}", _bad_key(e, t, ("arch", "accel", "cpu"))) from None
         m.targets.append({"arch": t["arch"], "accel": t["accel"],
                           "cpu": t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]),
                           "optional": t.get("optional", False)})
     for i, w in enumerate(doc["workload"]):
         where = f"[[workload]] #{i + 1}"
-        _check_keys(path, where, w, WORKLOAD_KEYS, {"name", "variants"})
+        at = _At(path, lines, "workload", i)
+        _check_keys(at, where, w, WORKLOAD_KEYS, {"name", "variants"})
         try:
             if w["name"] not in workloads:
                 raise InputError(f"unknown workload '{w['name']}': valid are {', '.join(workloads)}")
             for v in w["variants"]:
                 targets.check_variant(v)
         except InputError as e:
-            raise InputError(_where(path, f"{where}: {e}")) from None
+            raise at.error(f"{where}: {e}", "name" if "workload" in str(e) else "variants") from None
         nr = config_nr_cpus()
         if ("vcpus" in w) == ("max_vcpus" in w):
-            raise InputError(_where(path, f"{where} needs either 'vcpus' (a list) or 'max_vcpus' "
-                                           "(a sweep 1, 2, 4, ... up to it), not both"))
+            raise at.error(f"{where} needs either 'vcpus' (a list) or 'max_vcpus' "
+                           "(a sweep 1, 2, 4, ... up to it), not both", "max_vcpus")
         if "max_vcpus" in w and not 1 <= w["max_vcpus"] <= nr:
-            raise InputError(_where(path, f"{where}.max_vcpus = {w['max_vcpus']}: must be in 1..{nr} (NR_CPUS)"))
+            raise at.error(f"{where}.max_vcpus = {w['max_vcpus']}: must be in 1..{nr} (NR_CPUS)", "max_vcpus")
         vcpus = w["vcpus"] if "vcpus" in w else sweep(w["max_vcpus"])
         for n in vcpus:
             if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= nr:
-                raise InputError(_where(path, f"{where}.vcpus: {n!r} is not a vCPU count in 1..{nr} (NR_CPUS)"))
+                raise at.error(f"{where}.vcpus: {n!r} is not a vCPU count in 1..{nr} (NR_CPUS)", "vcpus")
         params = w.get("params", {})
         for k, v in params.items():
             for x in (v if isinstance(v, list) else [v]):
-                _check_param(path, where, k, x)
+                _check_param(at, where, k, x)
         m.workloads.append({"name": w["name"], "variants": list(w["variants"]),
                             "vcpus": list(vcpus), "params": params})
     return m

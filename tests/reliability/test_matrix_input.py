@@ -117,3 +117,26 @@ def test_missing_qemu_binary_names_the_package(monkeypatch):
 def test_cpu_model_kvm_needs_host():
     with pytest.raises(InputError, match="valid are host"):
         targets.check_cpu_model(targets.ARCHES["x86_64"], "kvm", "max")
+
+
+@pytest.mark.parametrize("old,new,line", [
+    ('arch = "x86_64"', 'arch = "sparc"', 5),
+    ('cpu = "max"', 'cpu = "pentium"', 7),
+    ('variants = ["acqrel"]', 'variants = ["sloppy"]', 10),
+    ("vcpus = [2]", "vcpus = [0]", 11),
+    ("write_pct = 10", "write_pct = 101", 12),
+    ("boots = 1", "boots = 0", 3),
+    ("boots = 1", "bots = 1", 3),
+    ('name = "rwlock"', 'name = "frob"', 9),
+])
+def test_content_errors_give_the_line(tmp_path, old, new, line):
+    msg = err(tmp_path, GOOD.replace(old, new))
+    assert msg.startswith(f"m.toml:{line}: "), msg
+
+
+def test_line_is_that_of_the_right_table(tmp_path):
+    # the same key in two [[workload]] tables: the error names the second one's line
+    text = GOOD + '[[workload]]\nname = "atomics"\nvariants = ["acqrel"]\nvcpus = [1]\n' \
+                  'params = { duration_ms = 0 }\n'
+    msg = err(tmp_path, text)
+    assert msg.startswith("m.toml:17: [[workload]] #2.params.duration_ms = 0"), msg
