@@ -223,6 +223,29 @@ def _rw_table(samples) -> tables.Table:
                         "rwlock: reads and writes")
 
 
+def _overhead_table(samples) -> tables.Table:
+    """Per group: the harness's cost per op (the rep's `empty` op, or rwlock's
+    no-lock harness; `overhead_ps`) against the median cost of the measured ops."""
+    acc = defaultdict(lambda: {"ovh": [], "op": []})
+    for s in samples:
+        if s["copy"] != 0 or s["op"] == "empty" or s["ops"] <= 0:
+            continue
+        k = (s["arch"], s["accel"], s["cpu_model"], s["vcpus"], s["workload"], s["placement"])
+        per_op_ns = s["ns"] * s["threads"] / s["ops"]
+        acc[k]["ovh"].append(s["overhead_ps"] / 1000.0)
+        acc[k]["op"].append(per_op_ns)
+    rows = []
+    for (arch, accel, cpu, vcpus, wl, place), d in sorted(acc.items()):
+        ovh, op = float(np.median(d["ovh"])), float(np.median(d["op"]))
+        rows.append([f"{arch}/{accel}/{cpu}/{vcpus}v {wl} {place}", str(len(d["op"])),
+                     f"{ovh:.2f}", f"{op:.2f}", f"{float(np.min(d['op'])):.2f}",
+                     tables.fmt_pct(100.0 * ovh / op, signed=False) if op > 0 else "-"])
+    return tables.Table(["group", "n", "harness ns/op (median)", "op ns/op (median)",
+                         "op ns/op (fastest)", "harness share of the median op"], rows,
+                        "Harness overhead (per op and thread; the rep's empty op, rwlock: "
+                        "the no-lock loop; included in every figure, not subtracted)")
+
+
 PERF_COLUMNS = (("task-clock", "task-clock ms"), ("context-switches", "context switches"),
                 ("cpu-migrations", "CPU migrations"), ("cycles", "cycles"),
                 ("instructions", "instructions"))
@@ -400,7 +423,9 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     perf_table = _perf_table(a.selection, a.perf)
     pmu_table = _pmu_table(a.selection)
     sweep_table = _sweep_table(a.selection.samples)
-    parts = [_aa_table(a.aa), _noise_table(a.noise), sweep_table, _rw_table(a.selection.samples),
+    overhead_table = _overhead_table(a.selection.samples)
+    parts = [_aa_table(a.aa), _noise_table(a.noise), overhead_table, sweep_table,
+             _rw_table(a.selection.samples),
              _fair_table(a.fair), perf_table, pmu_table, _provenance_table(a.selection)]
     extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
     agree = tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
@@ -450,7 +475,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     if change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
     md += [_noise_table(a.noise).markdown(), ""]
-    for t in (sweep_table, perf_table, pmu_table):
+    for t in (overhead_table, sweep_table, perf_table, pmu_table):
         if t.rows:
             md += [t.markdown(), ""]
     md += [_provenance_table(a.selection).markdown(), ""]
