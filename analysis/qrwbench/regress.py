@@ -88,6 +88,14 @@ def _by_metric(samples):
     return {k: stats.per_run_medians(v) for k, v in out.items()}
 
 
+def _resolve(repo, ref: str, known: list[str], what: str) -> str:
+    """``gitutil.rev_parse``, its error naming the commits that have results."""
+    try:
+        return gitutil.rev_parse(repo, ref)
+    except QrwbenchError as e:
+        raise QrwbenchError(f"{e}; {what} commits with results: {_listing(known)}") from None
+
+
 def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD,
                     alpha=stats.ALPHA, correction="holm", n_resamples=stats.N_RESAMPLES,
                     seed=0) -> list[MetricResult]:
@@ -157,7 +165,7 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
     try:
         repo = repo or _default_repo(conn, key)
         known = [c["commit"] for c in store.commits_with_results(conn, key)]
-        tsha = gitutil.rev_parse(repo, target)
+        tsha = _resolve(repo, target, known, what)
         tcommit = _db_commit(known, tsha)
         if tcommit is None:
             raise QrwbenchError(f"no results for {what} commit {target} ({tsha[:12]}); "
@@ -165,7 +173,7 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
         tsamples = store.load_samples(conn, **{field_name: tcommit})
         tkeys = set(_by_metric(tsamples))
         if base is not None:
-            bsha = gitutil.rev_parse(repo, base)
+            bsha = _resolve(repo, base, known, what)
             bcommit = _db_commit(known, bsha)
             if bcommit is None:
                 raise QrwbenchError(f"base {base} ({bsha[:12]}) has no results; "

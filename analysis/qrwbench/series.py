@@ -67,9 +67,8 @@ def bench_series(cell_text: str, kernel_src=None, *, frm="qrwbench-base", to="HE
     shas = commits(src, frm, to)
     if compare_only:
         return shas
-    dirty = ktree.git(src, "status", "--porcelain", "--untracked-files=no").strip()
-    if dirty:
-        log(f"series: note: {src} has uncommitted changes; only its commits are built")
+    # only commits are built: uncommitted edits would silently not be measured
+    ktree.check_tree(src)
     for s in shas:
         ktree.build_variant(src, s, cell.variant)       # fails early, naming the commit
     clone = ROOT / "kernels" / "series" / "src" / "linux"

@@ -119,6 +119,32 @@ def test_bad_commits_are_one_line_errors(tmp_path, repo):
         regress.regress(db, target=shas[1], repo=path)
 
 
+def test_bad_commit_errors_name_the_commits_with_results(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, skip=(0, 1, 2, 3, 4, 5), boots=3)
+    listing = f"{shas[6][:12]}, {shas[7][:12]}"
+    for kw in ({"target": "nosuchref"}, {"target": shas[7], "base": "nosuchref"},
+               {"target": shas[7], "base": shas[3]}):
+        with pytest.raises(QrwbenchError) as e:
+            regress.regress(db, repo=path, **kw)
+        assert str(e.value).endswith(f"commits with results: {listing}"), str(e.value)
+
+
+def test_base_with_results_for_other_cells_only(tmp_path, repo):
+    path, shas = repo
+    db = str(tmp_path / "db.sqlite")
+    for b in range(3):
+        for i, vcpus in ((5, 1), (6, 2)):
+            run = synth.atomics_run(tmp_path / "runs", f"r{i}-{b}", vcpus=vcpus, rig_commit=shas[i],
+                                    started_at=f"2026-12-01T0{b}:0{i}:00Z")
+            store.import_run(db, run)
+    with pytest.raises(QrwbenchError, match=r"has results but none for the cells of"):
+        regress.regress(db, target=shas[6], base=shas[5], repo=path)
+    # and the default base skips it: no earlier commit has the same cells
+    with pytest.raises(QrwbenchError, match="no earlier rig commit"):
+        regress.regress(db, target=shas[6], repo=path)
+
+
 def test_cli_exit_status(tmp_path, repo, capsys):
     path, shas = repo
     db = _fill(tmp_path, shas, [1.0] * 7 + [0.85])

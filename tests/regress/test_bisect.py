@@ -15,12 +15,16 @@ full kernel build there (~6 min on 2 cores, ccache-cold); later runs about
 """
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import BUILD, TOP
 from qrwbench import bisect, ktree, regress, series, store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
+import synth  # noqa: E402
 
 pytestmark = pytest.mark.guest
 SRC = BUILD / "src" / "linux"
@@ -171,6 +175,8 @@ def test_dirty_kernel_tree_is_refused(tmp_path):
     one_error(p, "dirty", "Makefile")
     p = run_bisect("--good", "HEAD~1", "--bad", "HEAD", "--cell", CELL, kernel_src=tmp_path / "nope")
     one_error(p, "not a git repository")
+    with pytest.raises(Exception, match=r"is dirty \(1 changed files: Makefile\)"):
+        series.bench_series(CELL, repo, frm="HEAD~1", to="HEAD", db=tmp_path / "r.sqlite")
 
 
 @pytest.mark.parametrize("cell,words", [
@@ -204,6 +210,17 @@ def test_series_cell_matching_nothing_lists_what_exists(tmp_path):
     assert p.returncode == 2
     assert p.stderr.startswith("series: error: CELL ") and "matches no stored runs" in p.stderr
     assert "cells with runs: none" in p.stderr
+
+
+def test_series_cell_matching_nothing_lists_the_cells_that_have_runs(tmp_path):
+    db = tmp_path / "r.sqlite"
+    run = synth.atomics_run(tmp_path / "runs", "other", vcpus=2)
+    assert store.import_run(str(db), run).status == "ok"
+    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.series", "--cell", CELL, "--db", str(db),
+                        "--compare-only"], env=PYENV, cwd=TOP, capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "matches no stored runs" in p.stderr
+    assert "cells with runs: x86_64/tcg/qemu64/acqrel/atomics/2" in p.stderr, p.stderr
 
 
 def test_series_lists_from_and_each_commit_after_it(kernel_repo):
