@@ -36,8 +36,18 @@
 #if QRWB_LK_KIND == QRWB_KIND_MODULE
 #include "qrwb_lock_ord.h"
 
+/*
+ * The functions a timed rwlock loop calls are aligned like the loops, so
+ * that none crosses a 4 KiB page (under TCG a page-crossing copy of the same
+ * code ran 2-4x slower, docs/validity.md): the slow paths are at most ~360
+ * bytes (arm64), the out-of-line lock/unlock functions under 64.
+ */
+#define QRWB_SLOW_ALIGN		512
+#define QRWB_CALL_ALIGN		64
+
 /* kernel/locking/qrwlock.c: queued_read_lock_slowpath() */
-static noinline void QRWB_F(read_lock_slowpath)(struct qrwlock *lock)
+static noinline __aligned(QRWB_SLOW_ALIGN)
+void QRWB_F(read_lock_slowpath)(struct qrwlock *lock)
 {
 	/*
 	 * Readers come here when they cannot get the lock without waiting
@@ -74,7 +84,8 @@ static noinline void QRWB_F(read_lock_slowpath)(struct qrwlock *lock)
 }
 
 /* kernel/locking/qrwlock.c: queued_write_lock_slowpath() */
-static noinline void QRWB_F(write_lock_slowpath)(struct qrwlock *lock)
+static noinline __aligned(QRWB_SLOW_ALIGN)
+void QRWB_F(write_lock_slowpath)(struct qrwlock *lock)
 {
 	int cnts;
 
@@ -145,7 +156,7 @@ static __always_inline void QRWB_F(queued_write_unlock)(struct qrwlock *lock)
 #ifdef CONFIG_INLINE_READ_LOCK
 static __always_inline
 #else
-static noinline
+static noinline __aligned(QRWB_CALL_ALIGN)
 #endif
 void QRWB_F(read_lock)(struct qrwlock *lock)
 {
@@ -156,7 +167,7 @@ void QRWB_F(read_lock)(struct qrwlock *lock)
 #ifdef CONFIG_INLINE_WRITE_LOCK
 static __always_inline
 #else
-static noinline
+static noinline __aligned(QRWB_CALL_ALIGN)
 #endif
 void QRWB_F(write_lock)(struct qrwlock *lock)
 {
@@ -167,7 +178,7 @@ void QRWB_F(write_lock)(struct qrwlock *lock)
 #ifdef CONFIG_INLINE_READ_UNLOCK
 static __always_inline
 #else
-static noinline
+static noinline __aligned(QRWB_CALL_ALIGN)
 #endif
 void QRWB_F(read_unlock)(struct qrwlock *lock)
 {
@@ -178,7 +189,7 @@ void QRWB_F(read_unlock)(struct qrwlock *lock)
 #ifdef CONFIG_INLINE_WRITE_UNLOCK
 static __always_inline
 #else
-static noinline
+static noinline __aligned(QRWB_CALL_ALIGN)
 #endif
 void QRWB_F(write_unlock)(struct qrwlock *lock)
 {

@@ -48,3 +48,22 @@ def test_no_timed_loop_crosses_a_page(arch):
         pytest.fail(f"{ko} is not built: run the tests through 'make test'")
     doc = audit.audit_module(ko, arch, "acqrel")
     assert doc["page_crossing"] == []
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "arm64"])
+def test_no_function_a_timed_rwlock_loop_calls_crosses_a_page(arch):
+    """The in-module lock copies' slow paths and out-of-line lock/unlock
+    functions are aligned (512 / 64 bytes) so that they cannot cross a page."""
+    import re
+    kernel_dir(arch, "acqrel")
+    ko = BUILD / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
+    if not ko.exists():
+        pytest.fail(f"{ko} is not built: run the tests through 'make test'")
+    funcs = elfmini.Elf(ko).functions(".text")
+    callees = {n: s for n, s in funcs.items()
+               if re.fullmatch(r"qrwb_(full|acqrel|relaxed)_c\w+?_(read|write)_(un)?lock(_slowpath)?", n)}
+    assert sum(n.endswith("_slowpath") for n in callees) == 2 * len(audit.MODULE_IMPLS), sorted(callees)
+    for n, s in callees.items():
+        assert s.size > 0
+        assert s.value // 4096 == (s.value + s.size - 1) // 4096, (n, hex(s.value), s.size)
+        assert s.value % (512 if n.endswith("_slowpath") else 64) == 0, (n, hex(s.value))
