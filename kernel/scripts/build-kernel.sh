@@ -125,5 +125,8 @@ start=$(date +%s)
 echo "kernel $arch-$variant$progress: building $image and modules with -j$jobs (log: $log)"
 run "${kmake[@]}" "$image" modules
 [ -f "$out/Module.symvers" ] || die "$arch-$variant: build produced no Module.symvers"
+secs=$(( $(date +%s) - start ))
+# kept across rebuilds (build.log is rewritten): one line per build
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $arch-$variant built in $secs s" | tee -a "$log" >> "$(dirname "$out")/build-times.log"
 echo "$inputs" > "$stamp"
-echo "kernel $arch-$variant$progress: built in $(( $(date +%s) - start )) s: $out/$( [ "$image" = Image ] && echo arch/arm64/boot/Image || echo vmlinux)"
+echo "kernel $arch-$variant$progress: built in $secs s: $out/$( [ "$image" = Image ] && echo arch/arm64/boot/Image || echo vmlinux)"
