@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import faults, kvm, matrix, perf, provenance, qemu, targets
+from . import kvm, matrix, perf, provenance, qemu, store, targets
 from . import pin as pinmod
 from .targets import TOP, InputError
 
@@ -74,7 +74,6 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     vCPU n to host CPU n mod the usable CPUs (pin.py; status["pinning"]).
     ``wrap``: run QEMU under this command prefix instead of perf stat
     (make perf: perf record)."""
-    from . import records   # the console parser (analysis side)
     image, initrd, kdir, src = kernel or kernel_paths(cell.arch, cell.variant)
     cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
                        append_for(cell, seed))
@@ -103,11 +102,10 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     prov["qemu_cmd"] = shlex.split((run_dir / "qemu.cmd").read_text())   # exactly what ran
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     text = (run_dir / "console.log").read_bytes()
-    parsed = records.parse_console(text)
-    if status["status"] == "ok":
-        why = check_parsed(parsed, cell, text)
-        if why:
-            status.update(status="failed", reason=why)
+    # the store's import rules, so `make bench` calls ok exactly the runs that become data
+    why, parsed = store.judge_run(prov, {"status": "ok"}, text)
+    if status["status"] == "ok" and why:
+        status.update(status="failed", reason=why)
     if status["status"] == "failed":
         status["console_tail"] = text[-2000:].decode("ascii", "replace").splitlines()[-15:]
         if parsed.refused_reason:
@@ -159,27 +157,6 @@ def collect_perf(run_dir: Path, note: dict) -> dict:
             out["why"]["kvm_stat"] = str(e)
         data.unlink()       # the text report is kept; the raw trace can be large
     return out
-
-
-def check_parsed(parsed, cell: matrix.Cell, console: bytes) -> str:
-    """Why a finished guest's output is not a valid run ('' when it is): the
-    same rules as the store's import (store.judge_run), so `make bench`
-    counts as ok exactly the runs that become data."""
-    if parsed.refused_reason:
-        return f"module refused to load: {parsed.refused_reason}"
-    if parsed.faults:
-        return f"guest fault: {parsed.faults[0]}"
-    if not parsed.ok:
-        return parsed.reason
-    if not faults.selftest_passed(console):
-        return "the kernel's atomic64 selftest pass line (atomic64_test: passed) is not on the console"
-    b = parsed.begin
-    if b.get("arch") != cell.arch or b.get("kernel_variant") != cell.variant:
-        return (f"guest reports {b.get('arch')}-{b.get('kernel_variant')}, "
-                f"expected {cell.arch}-{cell.variant}")
-    if b.get("online_cpus") != cell.vcpus:
-        return f"guest has {b.get('online_cpus')} CPUs online, expected {cell.vcpus}"
-    return ""
 
 
 def preflight(db: Path, runs: Path) -> None:
@@ -284,7 +261,6 @@ def main(argv=None) -> int:
 
 
 def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS) -> int:
-    from . import store
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     verdicts = kvm_verdict(m)
