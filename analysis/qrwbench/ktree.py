@@ -73,7 +73,7 @@ def parse_cell(text: str) -> matrix.Cell:
         params[k] = int(v) if v.isdigit() else v
         last = k
     for k, v in params.items():
-        matrix._check_param(Path("CELL"), "CELL", k, v)
+        matrix._check_param(matrix._At(Path("CELL")), "CELL", k, v)
     return matrix.Cell(arch_name, accel, cpu, variant, workload, int(vcpus),
                        tuple(sorted(params.items())))
 

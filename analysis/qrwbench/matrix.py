@@ -164,14 +164,6 @@ class _Lines:
         return first
 
 
-def _bad_key(e: InputError, table: dict, keys) -> str | None:
-    """The key whose value an error message quotes (for its line)."""
-    for k in keys:
-        if k in table and f"'{table[k]}'" in str(e):
-            return k
-    return None
-
-
 class _At:
     """Where an error is: the file, and (optionally) the table and key."""
 
@@ -194,8 +186,7 @@ def _check_keys(at: _At, where: str, table: dict, spec: dict, required: set) -> 
             raise at.error(f"{where} lacks '{k}'")
 
 
-def _check_param(path: Path | _At, where: str, name: str, value) -> None:
-    at = path if isinstance(path, _At) else _At(path)
+def _check_param(at: _At, where: str, name: str, value) -> None:
     key = f"params.{name}"
     PARAMS, STR_PARAMS = module_params()
     if name in HOST_PARAMS:
@@ -252,26 +243,30 @@ def load(path: str | Path) -> Matrix:
         where = f"[[target]] #{i + 1}"
         at = _At(path, lines, "target", i)
         _check_keys(at, where, t, TARGET_KEYS, {"arch", "accel"})
+        key = "arch"            # the key being checked, for the error's line
         try:
             arch = targets.check_arch(t["arch"])
+            key = "accel"
             targets.check_accel(t["accel"])
-            targets.check_cpu_model(arch, t["accel"], t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]))
+            key = "cpu"
+            cpu = t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0])
+            targets.check_cpu_model(arch, t["accel"], cpu)
         except InputError as e:
-            raise at.error(f"{where}: {e}", _bad_key(e, t, ("arch", "accel", "cpu"))) from None
-        m.targets.append({"arch": t["arch"], "accel": t["accel"],
-                          "cpu": t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0]),
+            raise at.error(f"{where}: {e}", key) from None
+        m.targets.append({"arch": t["arch"], "accel": t["accel"], "cpu": cpu,
                           "optional": t.get("optional", False)})
     for i, w in enumerate(doc["workload"]):
         where = f"[[workload]] #{i + 1}"
         at = _At(path, lines, "workload", i)
         _check_keys(at, where, w, WORKLOAD_KEYS, {"name", "variants"})
+        if w["name"] not in workloads:
+            raise at.error(f"{where}: unknown workload '{w['name']}': valid are {', '.join(workloads)}",
+                           "name")
         try:
-            if w["name"] not in workloads:
-                raise InputError(f"unknown workload '{w['name']}': valid are {', '.join(workloads)}")
             for v in w["variants"]:
                 targets.check_variant(v)
         except InputError as e:
-            raise at.error(f"{where}: {e}", "name" if "workload" in str(e) else "variants") from None
+            raise at.error(f"{where}: {e}", "variants") from None
         nr = config_nr_cpus()
         if ("vcpus" in w) == ("max_vcpus" in w):
             raise at.error(f"{where} needs either 'vcpus' (a list) or 'max_vcpus' "
