@@ -23,7 +23,6 @@ Commits are rig commits by default, or kernel tree commits (``key='kernel'``).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,11 +80,9 @@ def _by_metric(samples):
     """(cell, variant) -> one median per boot: the two commits were measured in
     different boots, so a boot, not a window, is one observation (see
     ``stats.units_for``)."""
-    out = defaultdict(lambda: defaultdict(list))
-    for s in samples:
-        if s["copy"] == 0:
-            out[(stats.Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
-    return {k: stats.per_run_medians(v) for k, v in out.items()}
+    return {(cell, variant): stats.per_run_medians(runs)
+            for cell, variants in stats.group_runs(samples, copy=0).items()
+            for variant, runs in variants.items()}
 
 
 def _resolve(repo, ref: str, known: list[str], what: str) -> str:

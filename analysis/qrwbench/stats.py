@@ -108,16 +108,6 @@ class Cell:
         return Cell(**d)
 
 
-def group(samples, *, copy: int | None = 0, value: str = "throughput"
-          ) -> dict[Cell, dict[str, np.ndarray]]:
-    """{cell: {variant: array of ``value``}} over the samples of ``copy`` (None: all)."""
-    out: dict[Cell, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for s in samples:
-        if copy is None or s["copy"] == copy:
-            out[Cell.of(s)][s["variant"]].append(float(s[value]))
-    return {c: {v: np.asarray(x) for v, x in d.items()} for c, d in out.items()}
-
-
 def group_runs(samples, *, copy: int | None = 0, value: str = "throughput"
                ) -> dict[Cell, dict[str, dict[str, list[float]]]]:
     """{cell: {variant: {run_id: [``value`` of each window]}}} over ``copy``."""
@@ -280,15 +270,14 @@ def compare_samples(a, b, *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES, see
              median_a=float(np.median(a)) if len(a) else math.nan,
              median_b=float(np.median(b)) if len(b) else math.nan,
              cv_a=cv(a), cv_b=cv(b), unit=unit)
+    what = "boots" if unit == "boot" else "samples"
     if min(len(a), len(b)) < min_n:
-        what = "boots" if unit == "boot" else "samples"
         t.why = f"too few {what} (n={len(a)} vs {len(b)}; need {min_n})"
         return t
     if t.median_b <= 0:
         t.why = "baseline median throughput is 0"
         return t
     if min_p_value(len(a), len(b)) >= alpha:
-        what = "boots" if unit == "boot" else "samples"
         t.why = (f"{len(a)} vs {len(b)} {what} cannot reach alpha {alpha:g} "
                  f"(smallest possible p {min_p_value(len(a), len(b)):.2g})")
         return t
