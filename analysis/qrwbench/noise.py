@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from . import stats, store
+from . import report, stats, store
 from .errors import QrwbenchError
 
 
@@ -140,25 +140,14 @@ def format_text(samples, *, n_resamples=500, width=10) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="qrwbench.noise", description=__doc__.splitlines()[0])
     ap.add_argument("db", help="results DB (SQLite)")
-    ap.add_argument("--commit", help="only runs of this rig commit (sha or prefix)")
+    ap.add_argument("--commit", default="all",
+                    help="rig commit: all (default), latest, HEAD, or a sha/prefix (report.select)")
     ap.add_argument("--width", type=int, default=10, help="windows per drift bucket (default 10)")
     args = ap.parse_args(argv)
     try:
         if not Path(args.db).is_file():
             raise QrwbenchError(f"results DB {args.db!r} does not exist")
-        conn = store.connect(args.db, create=False)
-        rig = None
-        if args.commit:
-            found = [r for (r,) in conn.execute(
-                "SELECT DISTINCT rig_commit FROM runs WHERE rig_commit LIKE ?", (args.commit + "%",))]
-            if len(found) != 1:
-                raise QrwbenchError(f"rig commit {args.commit!r} matches {len(found)} commits "
-                                    f"in {args.db}: valid is a prefix of exactly one")
-            rig = found[0]
-        samples = store.load_samples(conn, rig_commit=rig)
-        if not samples:
-            raise QrwbenchError(f"no samples of ok runs in {args.db}"
-                                + (f" for rig commit {rig}" if rig else ""))
+        samples = report.select(store.connect(args.db, create=False), args.commit).samples
         sys.stdout.write(format_text(samples, width=args.width))
     except QrwbenchError as e:
         print(f"qrwbench.noise: error: {e}", file=sys.stderr)

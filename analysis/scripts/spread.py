@@ -1,26 +1,39 @@
-"""Usage: /usr/bin/python3 analysis/scripts/spread.py DB RIG_COMMIT_PREFIX
+"""Usage: /usr/bin/python3 analysis/scripts/spread.py DB [COMMIT]
 
-Spreads: ns per op per thread (ns*threads/ops) of
-atomic_add_return (full, per-CPU line, 1 vCPU) and rwlock at 0 % writes
-(1 vCPU, kernel rwlock_t and the in-module acqrel copy), min/median/max over
-all reps of both boots; and the empty op's ns/op (harness overhead)."""
-import sqlite3, sys, statistics as st
-db, rig = sys.argv[1], sys.argv[2]
-c = sqlite3.connect(db)
-q = """select s.arch, s.cpu_model, s.impl, s.op, s.variant, s.placement, s.write_pct, s.ns, s.ops, s.threads, s.overhead_ps
-       from samples s join runs r using(run_id)
-       where r.status='ok' and r.rig_commit like ? and s.vcpus=1 and s.copy=0"""
-g = {}
-for a, cpu, impl, op, var, pl, wp, ns, ops, th, ovh in c.execute(q, (rig + "%",)):
-    v = ns * th / ops
-    if op == "atomic_add_return" and var == "full" and pl == "percpu":
-        g.setdefault((a, cpu, "atomic_add_return full percpu"), []).append(v)
-    if op == "empty" and pl == "percpu":
-        g.setdefault((a, cpu, "empty percpu (harness)"), []).append(v)
-    if op == "rwlock" and wp == 0 and ((impl == "kernel" and var == "acqrel") or (impl == "module" and var == "acqrel")):
-        g.setdefault((a, cpu, f"rwlock w0 {impl} acqrel"), []).append(v)
-print("| arch / CPU | what | n | min | median | max |")
-print("|---|---|---|---|---|---|")
-for k in sorted(g):
-    v = g[k]
-    print(f"| {k[0]} {k[1]} | {k[2]} | {len(v)} | {min(v):.2f} | {st.median(v):.2f} | {max(v):.2f} |")
+Spreads behind the closing-note figures: ns per op per thread
+(ns * threads / ops) at 1 vCPU, copy 0, min/median/max over every rep of
+every boot of the commit (default: latest; see report.select) of
+atomic_add_return (full, per-CPU line), the empty op (the harness), and
+rwlock at 0 % writes (the kernel's rwlock_t and the in-module acqrel copy)."""
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from qrwbench import report, store  # noqa: E402
+
+
+def what(s):
+    if s["op"] == "atomic_add_return" and s["variant"] == "full" and s["placement"] == "percpu":
+        return "atomic_add_return full percpu"
+    if s["op"] == "empty" and s["placement"] == "percpu":
+        return "empty percpu (harness)"
+    if s["op"] == "rwlock" and s["write_pct"] == 0 and s["variant"] == "acqrel":
+        return f"rwlock w0 {s['impl']} acqrel"
+    return None
+
+
+def main(db, commit="latest"):
+    groups = {}
+    for s in report.select(store.connect(db, create=False), commit).samples:
+        k = what(s) if s["vcpus"] == 1 and s["copy"] == 0 else None
+        if k:
+            groups.setdefault((s["arch"], s["cpu_model"], k), []).append(s["ns"] * s["threads"] / s["ops"])
+    print("| arch / CPU | what | n | min | median | max |")
+    print("|---|---|---|---|---|---|")
+    for (arch, cpu, k), v in sorted(groups.items()):
+        print(f"| {arch} {cpu} | {k} | {len(v)} | {min(v):.2f} | {statistics.median(v):.2f} | {max(v):.2f} |")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

@@ -65,7 +65,7 @@ def test_main_prints_every_section(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args,message", [(["missing.sqlite"], "does not exist"),
-                                          (["DB", "--commit", "ffff"], "matches 0 commits")])
+                                          (["DB", "--commit", "ffff"], "no results for rig commit 'ffff'")])
 def test_main_bad_input_is_one_line(tmp_path, capsys, args, message):
     db = _db(tmp_path, "e", n_runs=1)
     args = [db if a == "DB" else str(tmp_path / a) if a.endswith(".sqlite") else a for a in args]
