@@ -1173,9 +1173,21 @@ static void qrwb_fill_atomics(void)
 	}
 }
 
+/*
+ * Rounds 0 .. warmup_reps + reps - 1: the first warmup_reps are run in full
+ * and not emitted (the first ~100 ms of measuring in a boot ran slow,
+ * docs/validity.md); *rep is the rep a measured round is emitted as.
+ */
+static bool qrwb_measured_round(unsigned int round, unsigned int *rep)
+{
+	*rep = round < cfg.warmup_reps ? 0 : round - cfg.warmup_reps;
+	return round >= cfg.warmup_reps;
+}
+
 static int qrwb_run_atomics(void)
 {
 	unsigned int nsel = 0, nplace, i, rep, round, k;
+	bool measured;
 	int ret;
 
 	for (i = 0; i < QRWB_NOPS; i++)
@@ -1187,8 +1199,7 @@ static int qrwb_run_atomics(void)
 
 	qrwb_calibrate_atomics();
 	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
-		/* the first warmup_reps rounds are run in full and not emitted */
-		rep = round < cfg.warmup_reps ? 0 : round - cfg.warmup_reps;
+		measured = qrwb_measured_round(round, &rep);
 		qrwb_fill_atomics();
 		qrwb_shuffle(qrwb_ents, qrwb_nents);
 		for (k = 0; k < qrwb_nents; k++) {
@@ -1207,7 +1218,7 @@ static int qrwb_run_atomics(void)
 				     qrwb_pt_ops + (size_t)k * qrwb_nthreads,
 				     NULL, NULL);
 		}
-		if (round < cfg.warmup_reps)
+		if (!measured)
 			continue;
 		ret = qrwb_emit_rep(rep);
 		if (ret)
@@ -1305,6 +1316,7 @@ static int qrwb_run_rwlock(void)
 {
 	unsigned int ids[QRWB_RW_N], nids = 0, rep, round, k, t;
 	unsigned long batch;
+	bool measured;
 	int ret;
 
 	ids[nids++] = QRWB_RW_NONE;
@@ -1326,8 +1338,7 @@ static int qrwb_run_rwlock(void)
 
 	batch = qrwb_calibrate_rwlock(ids, nids);
 	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
-		/* the first warmup_reps rounds are run in full and not emitted */
-		rep = round < cfg.warmup_reps ? 0 : round - cfg.warmup_reps;
+		measured = qrwb_measured_round(round, &rep);
 		for (k = 0; k < nids; k++) {
 			qrwb_ents[k].id = ids[k];
 			qrwb_ents[k].copy = ids[k] == QRWB_RW_ACQREL_C1;
@@ -1349,7 +1360,7 @@ static int qrwb_run_rwlock(void)
 			qrwb_run_job(&qrwb_res[k], qrwb_pt_ops + off,
 				     qrwb_pt_reads + off, qrwb_pt_writes + off);
 		}
-		if (round < cfg.warmup_reps)
+		if (!measured)
 			continue;
 		ret = qrwb_emit_rep(rep);
 		if (ret)
