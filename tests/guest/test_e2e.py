@@ -1,7 +1,6 @@
 """End to end: boot real x86_64 and arm64 TCG guests for short runs of each
 workload and check what they printed, through the same code `make bench` uses."""
 import json
-from pathlib import Path
 
 import pytest
 
