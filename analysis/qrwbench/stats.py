@@ -137,7 +137,7 @@ def units_for(a_runs: dict, b_runs: dict) -> tuple[np.ndarray, np.ndarray, str]:
     in different boots (kernel builds: one kernel per boot) are compared boot
     by boot, one median per boot: their windows share their boot's speed, and
     two boots of one kernel differ far more often than alpha (docs/validity.md,
-    boot-to-boot A/A 23-33 %), so pooling windows would make noise significant.
+    boot-to-boot A/A 23-48 %), so pooling windows would make noise significant.
     """
     if set(a_runs).isdisjoint(b_runs):
         return per_run_medians(a_runs), per_run_medians(b_runs), "boot"

@@ -37,7 +37,9 @@ def test_aa_table_separates_an_injected_copy_difference(tmp_path):
     assert n == 4 and k == 4, slow["copy"]             # every ordering's copy 1 is 30 % slower
     assert slow["copy, one boot"][key][0] == slow["copy, one boot"][key][1] > 0
     assert same["copy"][key] == [0, 4], same["copy"]
-    assert "boot" in same
+    # 3 boots: 2 consecutive pairs per ordering are judged (4 orderings)
+    _, n = same["boot"][key]
+    assert n == 8, same["boot"]
 
 
 def test_window_drift_shows_a_slow_start(tmp_path):
