@@ -1,15 +1,22 @@
 # qrwbench: what memory ordering costs in Linux's queued rwlocks and atomics.
 #
 #   make deps                      install the Debian packages (root)
+#   make tree                      build/src/linux: linux-source-6.12 + kernel/patches as commits
 #   make kernels                   every arch x variant kernel of the default matrix
 #   make kernel ARCH=arm64 VARIANT=full
+#   make guests                    module + initramfs for every kernel
 #   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg]
 #   make report                    build/report/index.html from the results store
+#   make regress [BASE=commit] [THRESHOLD=5]   0-day style report between rig commits
 #   make audit                     what each variant compiles to (objdump)
 #   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
+#   make torture [MINUTES=3]       rwlock exclusion checker on every variant
 #   make perf CELL=...             perf record profile of QEMU for one cell
+#   make bench-series CELL=... [KERNEL_SRC=..] [FROM=..] [TO=..] [BOOTS=5]
+#   make bisect GOOD=.. BAD=.. CELL=... [KERNEL_SRC=..] [BOOTS=5] [THRESHOLD=5]
 #   make test                      everything `make test` needs, then the tests
 #   make test-slow                 + the unpatched reference build and its identity check
+#   make clean | distclean         remove builds and runs (results/ and ccache are kept) | all of build/
 #
 # The host side runs under Debian's /usr/bin/python3 (it sees Debian's numpy,
 # scipy, matplotlib); the python3 first on PATH may be another install.
@@ -27,13 +34,13 @@ export RESULTS_DB PY
 
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
-.PHONY: all deps tree kernel kernels modules guests bench report audit regress perf perf-check noise \
+.PHONY: all deps tree kernel kernels guests bench report audit regress perf noise \
 	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
 
 help:
-	@sed -n '2,13p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^#$$/p' Makefile | sed -n 's/^# \{0,1\}//p'
 
 deps:
 	@kernel/scripts/deps.sh
@@ -41,19 +48,20 @@ deps:
 tree: deps
 	@kernel/scripts/prepare-tree.sh
 
+# One arch and one variant, each checked before anything is built.
 check-arch-variant:
-	@case " $(ARCHES) " in *" $(ARCH) "*) ;; *) echo "unknown ARCH '$(ARCH)': valid are $(ARCHES)" >&2; exit 1;; esac
-	@case " $(ALL_VARIANTS) " in *" $(VARIANT) "*) ;; *) echo "unknown VARIANT '$(VARIANT)': valid are $(ALL_VARIANTS)" >&2; exit 1;; esac
+	@[ "$(words $(ARCH))" = 1 ] || { echo "kernel: error: ARCH='$(ARCH)' must be one arch: valid are $(ARCHES)" >&2; exit 2; }
+	@[ "$(words $(VARIANT))" = 1 ] || { echo "kernel: error: VARIANT='$(VARIANT)' must be one variant: valid are $(ALL_VARIANTS)" >&2; exit 2; }
+	@case " $(ARCHES) " in *" $(ARCH) "*) ;; *) echo "kernel: error: unknown ARCH '$(ARCH)': valid are $(ARCHES)" >&2; exit 2;; esac
+	@case " $(ALL_VARIANTS) " in *" $(VARIANT) "*) ;; *) echo "kernel: error: unknown VARIANT '$(VARIANT)': valid are $(ALL_VARIANTS)" >&2; exit 2;; esac
 
 # One kernel: make kernel ARCH=arm64 VARIANT=full
-kernel: check-arch-variant tree
+kernel: check-arch-variant
+	@$(MAKE) --no-print-directory tree
 	@kernel/scripts/build-kernel.sh $(ARCH) $(VARIANT)
 
 # Build a list of kernels with "n of m" progress: $(call build-kernels,list)
-define build-kernels
-	@n=0; m=$(words $(1)); for k in $(1); do n=$$((n+1)); \
-	  QRWB_PROGRESS="$$n of $$m" kernel/scripts/build-kernel.sh $${k%%-*} $${k#*-} || exit 1; done
-endef
+build-kernels = @kernel/scripts/build-kernels.sh $(1)
 
 kernels: tree
 	$(call build-kernels,$(KERNELS))
@@ -63,27 +71,34 @@ test-kernels: tree
 	@for a in $(ARCHES); do kernel/scripts/build-kernel.sh $$a relaxed --config-only >/dev/null || exit 1; done
 
 # Out-of-tree module and initramfs per kernel build.
-define build-guests
-	@n=0; m=$(words $(1)); for k in $(1); do n=$$((n+1)); \
-	  QRWB_PROGRESS="$$n of $$m" bench/build-module.sh $${k%%-*} $${k#*-} || exit 1; \
-	  guest/mkinitrd.sh $${k%%-*} $${k#*-} || exit 1; done
-endef
+build-guests = @kernel/scripts/build-kernels.sh --guests $(1)
 
 guests: kernels
 	$(call build-guests,$(KERNELS))
 
-bench: guests
-	@$(PYRUN) -m qrwbench.bench $(if $(QUICK),--quick) $(if $(MATRIX),--matrix $(MATRIX)) \
-	  $(if $(ACCEL),--accel $(ACCEL)) --db $(RESULTS_DB)
+# The user's values reach the commands through the environment, never
+# pasted into a shell line.
+export MATRIX ACCEL CELL GOOD BAD KERNEL_SRC FROM TO BOOTS THRESHOLD BASE
+BENCH_ARGS = $(if $(QUICK),--quick) $(if $(MATRIX),--matrix "$$MATRIX") \
+	$(if $(ACCEL),--accel "$$ACCEL") --db "$$RESULTS_DB"
+
+# The matrix, the accelerator and the results DB are checked first; then only
+# the kernels (and guests) the matrix boots are built.
+bench:
+	@kernels=$$($(PYRUN) -m qrwbench.bench --plan $(BENCH_ARGS)) || exit 2; \
+	$(MAKE) --no-print-directory tree && \
+	kernel/scripts/build-kernels.sh $$kernels && \
+	kernel/scripts/build-kernels.sh --guests $$kernels && \
+	$(PYRUN) -m qrwbench.bench $(BENCH_ARGS)
 
 report: deps
-	@$(PYRUN) -m qrwbench report --db $(RESULTS_DB) --out build/report
+	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report
 
 audit: guests
 	@$(PYRUN) -m qrwbench.audit --out build/audit
 
 regress: deps
-	@$(PYRUN) -m qrwbench regress --db $(RESULTS_DB) $(if $(BASE),--base $(BASE)) $(if $(THRESHOLD),--threshold $(THRESHOLD))
+	@$(PYRUN) -m qrwbench regress --db "$$RESULTS_DB" $(if $(BASE),--base "$$BASE") $(if $(THRESHOLD),--threshold "$$THRESHOLD")
 
 test: test-kernels
 	$(call build-guests,$(TEST_KERNELS))
@@ -113,17 +128,12 @@ torture: guests
 	@$(PYRUN) -m qrwbench.torture $(if $(MINUTES),--minutes $(MINUTES))
 
 # A perf record profile of QEMU for one cell: make perf CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
-# (builds that cell's kernel, module and initramfs first; output in build/perf/<cell>/).
-perf-check:
-	@$(if $(CELL),,echo "perf: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
-	a=$(word 1,$(subst /, ,$(CELL))); v=$(word 4,$(subst /, ,$(CELL))); \
-	case " $(ARCHES) " in *" $$a "*) ;; *) echo "perf: error: unknown arch '$$a' in CELL: valid are $(ARCHES)" >&2; exit 2;; esac; \
-	case " $(ALL_VARIANTS) " in *" $$v "*) ;; *) echo "perf: error: unknown variant '$$v' in CELL: valid are $(ALL_VARIANTS)" >&2; exit 2;; esac
-
-perf: perf-check tree
-	@a=$(word 1,$(subst /, ,$(CELL))); v=$(word 4,$(subst /, ,$(CELL))); \
-	kernel/scripts/build-kernel.sh $$a $$v && bench/build-module.sh $$a $$v && guest/mkinitrd.sh $$a $$v && \
-	$(PYRUN) -m qrwbench.profile --cell '$(CELL)'
+# (CELL is checked first; then that cell's kernel, module and initramfs are
+# built; output in build/perf/<cell>/).
+perf:
+	@k=$$($(PYRUN) -m qrwbench.profile --cell "$$CELL" --check) || exit 2; \
+	$(MAKE) --no-print-directory tree && kernel/scripts/build-kernels.sh $$k && \
+	kernel/scripts/build-kernels.sh --guests $$k && $(PYRUN) -m qrwbench.profile --cell "$$CELL"
 
 # The module is only ever loaded inside QEMU guests, never into the host.
 insmod modprobe load:
@@ -136,14 +146,20 @@ insmod modprobe load:
 #   make bisect GOOD=<commit> BAD=<commit> CELL=... [KERNEL_SRC=/path/to/linux] [BOOTS=5] [THRESHOLD=5]
 .PHONY: bench-series bisect
 
-bench-series: $(if $(KERNEL_SRC),deps,tree)
-	@$(if $(CELL),,echo "bench-series: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
-	$(PYRUN) -m qrwbench.series --cell '$(CELL)' --db $(RESULTS_DB) $(if $(KERNEL_SRC),--kernel-src '$(KERNEL_SRC)') \
-	  $(if $(FROM),--from '$(FROM)') $(if $(TO),--to '$(TO)') $(if $(BOOTS),--boots $(BOOTS)) \
-	  $(if $(THRESHOLD),--threshold $(THRESHOLD))
+SERIES_ARGS = --cell "$$CELL" --db "$$RESULTS_DB" $(if $(KERNEL_SRC),--kernel-src "$$KERNEL_SRC") \
+	$(if $(FROM),--from "$$FROM") $(if $(TO),--to "$$TO") $(if $(BOOTS),--boots "$$BOOTS") \
+	$(if $(THRESHOLD),--threshold "$$THRESHOLD")
+BISECT_ARGS = --good "$$GOOD" --bad "$$BAD" --cell "$$CELL" --db "$$RESULTS_DB" \
+	$(if $(KERNEL_SRC),--kernel-src "$$KERNEL_SRC") $(if $(BOOTS),--boots "$$BOOTS") \
+	$(if $(THRESHOLD),--threshold "$$THRESHOLD")
 
-bisect: $(if $(KERNEL_SRC),deps,tree)
+# CELL, BOOTS, THRESHOLD and KERNEL_SRC are checked before the tree is prepared.
+bench-series:
+	@$(if $(CELL),,echo "bench-series: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
+	$(PYRUN) -m qrwbench.series --check $(SERIES_ARGS) || exit 2; \
+	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench.series $(SERIES_ARGS)
+
+bisect:
 	@$(if $(and $(GOOD),$(BAD),$(CELL)),,echo "bisect: error: give GOOD=<commit> BAD=<commit> CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
-	$(PYRUN) -m qrwbench.bisect run --good '$(GOOD)' --bad '$(BAD)' --cell '$(CELL)' --db $(RESULTS_DB) \
-	  $(if $(KERNEL_SRC),--kernel-src '$(KERNEL_SRC)') $(if $(BOOTS),--boots $(BOOTS)) \
-	  $(if $(THRESHOLD),--threshold $(THRESHOLD))
+	$(PYRUN) -m qrwbench.bisect run --check $(BISECT_ARGS) || exit 2; \
+	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench.bisect run $(BISECT_ARGS)

@@ -53,7 +53,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from . import elfmini
+from . import elfmini, outputs
+from .errors import ArgParser, QrwbenchError
 from .targets import TOP
 
 # Kernel functions that hold qrwlock code. On arm64 without preemption the
@@ -741,11 +742,16 @@ def format_table(audits: list[dict], mods: list[dict] | None = None,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.audit", description=__doc__.splitlines()[0])
+    ap = ArgParser(prog="qrwbench.audit", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(TOP / "build" / "audit"))
     ap.add_argument("--no-modules", action="store_true", help="kernels only")
     ap.add_argument("kernels", nargs="*", help="kernel build directories (default: every built one)")
     args = ap.parse_args(argv)
+    try:
+        out = outputs.check(args.out, "audit")      # before any work
+    except QrwbenchError as e:
+        print(f"audit: error: {e}", file=sys.stderr)
+        return 2
     dirs = [Path(k) for k in args.kernels] or kernel_dirs()
     if not dirs:
         print("audit: no built kernels under build/kernels (run 'make kernels')", file=sys.stderr)
@@ -763,19 +769,20 @@ def main(argv=None) -> int:
             arch, variant = d.name.split("-", 1)
             print(f"audit: module {d.name}", file=sys.stderr)
             mods.append(audit_module(ko, arch, variant, d))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     kpairs = kernel_identical(audits, mods)
     identical = [{"arch": p["arch"], "impl": "kernel", "workload": "rwlock",
                   "variants": [p["a"], p["b"]]} for p in kpairs] + module_identical(mods)
     notes = module_notes(mods)
     doc = {"schema": 1, "identical": identical, "notes": notes,
            "kernel_pairs": kpairs, "kernels": audits, "modules": mods}
-    tmp = out / "audit.json.tmp"
-    tmp.write_text(json.dumps(doc, indent=1))
-    tmp.replace(out / "audit.json")
     text = format_table(audits, mods, identical)
-    (out / "audit.txt").write_text(text + "\n")
+    try:
+        with outputs.replacing(out, "audit") as tmp:
+            (tmp / "audit.json").write_text(json.dumps(doc, indent=1))
+            (tmp / "audit.txt").write_text(text + "\n")
+    except QrwbenchError as e:
+        print(f"audit: error: {e}", file=sys.stderr)
+        return 2
     print(text)
     kinds = Counter(f["kind"] for m in mods for f in m["findings"])
     print(f"audit: {len(identical)} identical-code groups, {len(notes)} notes; module findings: "

@@ -20,12 +20,14 @@ import platform
 import shlex
 import shutil
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
 
-from . import kvm, matrix, perf, provenance, qemu, store, targets
+from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
 from . import pin as pinmod
+from .errors import ArgParser, db_error
 from .targets import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
@@ -78,9 +80,7 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
                        append_for(cell, seed))
     pin_plan = pinmod.plan(cell.vcpus) if pin else None
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    outputs.fresh_dir(run_dir, "run")       # an earlier run of ours there, or nothing
     prov = {"run_id": run_dir.name,
             "cell": {"arch": cell.arch, "accel": cell.accel, "cpu_model": cell.cpu,
                      "vcpus": cell.vcpus, "kernel_variant": cell.variant,
@@ -233,7 +233,7 @@ def kvm_verdict(m: matrix.Matrix) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.bench", description="run the benchmark matrix")
+    ap = ArgParser(prog="qrwbench.bench", description="run the benchmark matrix")
     ap.add_argument("--matrix", default=None, help="matrix TOML (default bench/matrix/default.toml)")
     ap.add_argument("--quick", action="store_true", help="bench/matrix/quick.toml")
     ap.add_argument("--db", default=os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite")))
@@ -242,6 +242,9 @@ def main(argv=None) -> int:
     ap.add_argument("--accel", default=None,
                     help="run every target under this accelerator (kvm: -cpu host, required; tcg: drop KVM targets)")
     ap.add_argument("--no-summary", action="store_true")
+    ap.add_argument("--plan", action="store_true",
+                    help="only check the input (matrix, accel, DB, runs dir) and print the "
+                         "kernels the matrix needs (ARCH-VARIANT ...); nothing is booted")
     args = ap.parse_args(argv)
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
     try:
@@ -250,14 +253,30 @@ def main(argv=None) -> int:
             m = matrix.with_accel(m, args.accel)
         db, runs = Path(args.db), Path(args.runs)
         preflight(db, runs)
+        store.connect(db).close()       # a damaged or foreign DB is refused now, not after the boots
+        if args.plan:
+            print(" ".join(kernels_needed(m)))
+            return 0
         lock = take_lock(runs)
         try:
             return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs)
         finally:
             lock.close()
     except InputError as e:
-        print(f"bench: {e}", file=sys.stderr)
+        print(f"bench: error: {e}", file=sys.stderr)
         return 2
+    except sqlite3.Error as e:
+        print(f"bench: error: {db_error(args.db, e)}", file=sys.stderr)
+        return 2
+
+
+def kernels_needed(m: matrix.Matrix) -> list[str]:
+    """ARCH-VARIANT of every kernel the matrix boots, plus the kernel of the
+    KVM probe (acqrel) of each KVM target this host could run."""
+    need = {(c.arch, c.variant) for c in matrix.cells(m)}
+    need |= {(t["arch"], "acqrel") for t in m.targets
+             if t["accel"] == "kvm" and platform.machine() in targets.ARCHES[t["arch"]].host_machine}
+    return sorted(f"{a}-{v}" for a, v in need)
 
 
 def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS) -> int:

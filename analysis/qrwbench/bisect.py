@@ -31,13 +31,14 @@ import argparse
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from . import ktree, regress, stats, store
-from .errors import QrwbenchError
+from .errors import ArgParser, QrwbenchError, db_error
 from .targets import TOP
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -268,7 +269,7 @@ def report(state: dict, result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.bisect")
+    ap = ArgParser(prog="qrwbench.bisect")
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--good", required=True)
@@ -280,6 +281,8 @@ def main(argv=None) -> int:
     r.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
     r.add_argument("--alpha", type=float, default=stats.ALPHA)
     r.add_argument("--workdir", default=None, help="default build/bisect")
+    r.add_argument("--check", action="store_true",
+                   help="only check CELL, BOOTS, THRESHOLD and KERNEL_SRC (before any build)")
     s = sub.add_parser("step")
     s.add_argument("state")
     a = ap.parse_args(argv)
@@ -292,8 +295,17 @@ def main(argv=None) -> int:
             print(f"bisect: step aborted: {e}", file=sys.stderr)
             return ABORT
     try:
-        if not 0 < a.threshold < 100:
-            raise QrwbenchError(f"THRESHOLD {a.threshold}: must be a percentage in (0, 100)")
+        ktree.check_numbers(a.boots, a.threshold)
+        if not 0 < a.alpha < 1:
+            raise QrwbenchError(f"--alpha {a.alpha}: must be in (0, 1)")
+        if a.check:
+            ktree.parse_cell(a.cell)
+            for what, ref in (("GOOD", a.good), ("BAD", a.bad)):
+                if not ref.strip():
+                    raise QrwbenchError(f"{what} is empty: give a commit")
+            if a.kernel_src:
+                ktree.check_tree(Path(a.kernel_src))
+            return 0
         state = prepare(a.good, a.bad, a.cell, a.kernel_src, db=a.db, boots=a.boots,
                         threshold=a.threshold / 100, alpha=a.alpha, root=a.workdir)
         log(f"GOOD {state['good'][:12]} BAD {state['bad'][:12]} in {state['src']}; "
@@ -301,6 +313,9 @@ def main(argv=None) -> int:
         result = run(state)
     except QrwbenchError as e:
         print(f"bisect: error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as e:
+        print(f"bisect: error: {db_error(a.db or store.default_db_path(), e)}", file=sys.stderr)
         return 2
     print(report(state, result))
     return 0 if result.get("first_bad") else 1

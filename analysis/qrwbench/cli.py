@@ -9,10 +9,12 @@ Exit status: 0 ok, 1 a regression was found (regress), 2 bad input (one-line
 from __future__ import annotations
 
 import argparse
+import math
+import sqlite3
 import sys
 
-from . import stats
-from .errors import QrwbenchError
+from . import stats, store
+from .errors import QrwbenchError, db_error
 
 
 def _fraction_pct(text: str) -> float:
@@ -23,6 +25,16 @@ def _fraction_pct(text: str) -> float:
     if not 0 < v < 100:
         raise argparse.ArgumentTypeError(f"{text!r} must be a percentage in (0, 100)")
     return v / 100.0
+
+
+def _effect_pct(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(v) and 0 <= v < 100):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage in [0, 100)")
+    return v
 
 
 def _alpha(text: str) -> float:
@@ -50,7 +62,7 @@ def _stats_options(p):
     p.add_argument("--alpha", type=_alpha, default=stats.ALPHA)
     p.add_argument("--correction", choices=sorted(stats.CORRECTIONS), default="holm",
                    help="multiple-comparison control: holm (FWER, default) or bh (FDR)")
-    p.add_argument("--min-effect", type=float, default=0.0, metavar="PCT",
+    p.add_argument("--min-effect", type=_effect_pct, default=0.0, metavar="PCT",
                    help="smallest change (percent) called faster/slower (default 0)")
     p.add_argument("--audit", metavar="PATH",
                    help="ordering audit JSON (default build/audit/audit.json if present)")
@@ -148,6 +160,10 @@ def main(argv=None) -> int:
         return _run(args)
     except QrwbenchError as exc:
         print(f"qrwbench: error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:
+        print(f"qrwbench: error: {db_error(getattr(args, 'db_sub', None) or args.db or store.default_db_path(), exc)}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("qrwbench: interrupted", file=sys.stderr)

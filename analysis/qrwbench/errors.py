@@ -5,6 +5,8 @@ what exists instead). The CLI prints it as ``qrwbench: error: <message>`` and
 exits with status 2; nothing has been written when it is raised.
 """
 
+import argparse
+
 
 class QrwbenchError(Exception):
     """Bad input or a state the analysis refuses to work with (one-line message)."""
@@ -20,3 +22,22 @@ def one_line(text: str, limit: int = 300) -> str:
     if len(flat) > limit:
         flat = flat[: limit - 3] + "..."
     return flat
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse with the rig's error form: one line ``<command>: error: ...``
+    and status 2, instead of the usage text (``command`` defaults to the last
+    dotted part of ``prog``)."""
+
+    def __init__(self, *a, command: str | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.command = command or self.prog.rsplit(".", 1)[-1].split()[0]
+
+    def error(self, message):
+        self.exit(2, f"{self.command}: error: {one_line(message)}\n")
+
+
+def db_error(path, exc) -> str:
+    """The one-line message for an SQLite error met while reading a results DB."""
+    return one_line(f"results DB {path}: {exc}: the file is damaged or was not written by "
+                    "qrwbench; restore it from a copy or give another RESULTS_DB")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -34,6 +35,9 @@ from .targets import TOP
 
 DEFAULT_SRC = TOP / "build" / "src" / "linux"
 CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
+# what a kernel tree must have for the rig to configure and build it
+KERNEL_FILES = ("Makefile", "kernel/Kconfig.locks", "scripts/kconfig/merge_config.sh")
+_DIGITS = re.compile(r"[0-9]{1,20}")      # ASCII digits only (str.isdigit takes '²')
 KERNEL_VARIANT = "kernel"     # comparisons: impl=kernel rows, whatever variant label
 
 
@@ -57,7 +61,7 @@ def parse_cell(text: str) -> matrix.Cell:
     targets.check_variant(variant)
     targets.check_workload(workload)
     nr = matrix.config_nr_cpus()
-    if not vcpus.isdigit() or not 1 <= int(vcpus) <= nr:
+    if not _DIGITS.fullmatch(vcpus) or not 1 <= int(vcpus) <= nr:
         raise QrwbenchError(f"CELL {text!r}: vCPUs {vcpus!r} is not a count in 1..{nr} (NR_CPUS)")
     params = {}
     last = None
@@ -70,12 +74,25 @@ def parse_cell(text: str) -> matrix.Cell:
             raise QrwbenchError(f"CELL {text!r}: parameter {kv!r} is not k=v")
         if k in params:
             raise QrwbenchError(f"CELL {text!r}: parameter {k!r} given twice")
-        params[k] = int(v) if v.isdigit() else v
+        params[k] = int(v) if _DIGITS.fullmatch(v) else v
         last = k
+    at = matrix._At(Path("CELL"))
     for k, v in params.items():
-        matrix._check_param(matrix._At(Path("CELL")), "CELL", k, v)
+        matrix._check_param(at, "CELL", k, v)
+    matrix._check_threads(at, "CELL", [int(vcpus)], params)
     return matrix.Cell(arch_name, accel, cpu, variant, workload, int(vcpus),
                        tuple(sorted(params.items())))
+
+
+MAX_BOOTS = 1000
+
+
+def check_numbers(boots: int, threshold_pct: float) -> None:
+    """BOOTS and THRESHOLD (percent) of bench-series and bisect."""
+    if not 1 <= boots <= MAX_BOOTS:
+        raise QrwbenchError(f"BOOTS {boots}: must be an integer in 1..{MAX_BOOTS}")
+    if not 0 < threshold_pct < 100:      # also refuses nan
+        raise QrwbenchError(f"THRESHOLD {threshold_pct}: must be a percentage in (0, 100)")
 
 
 def cell_text(c: matrix.Cell) -> str:
@@ -100,6 +117,10 @@ def check_tree(src: Path) -> Path:
     if not gitutil.is_repo(src):
         raise QrwbenchError(f"KERNEL_SRC {src} is not a git repository"
                             + ("" if src.exists() else " (it does not exist)"))
+    missing = [f for f in KERNEL_FILES if not _git_soft(src, "cat-file", "-t", f"HEAD:{f}").strip()]
+    if missing:
+        raise QrwbenchError(f"KERNEL_SRC {src} is a git repository but not a Linux kernel tree "
+                            f"the rig can build: HEAD has no {', '.join(missing)}")
     if _git_soft(src, "rev-parse", "--is-bare-repository").strip() == "true":
         return src          # no checkout: nothing can be dirty
     dirty = [ln[3:] for ln in git(src, "status", "--porcelain", "--untracked-files=no").splitlines()]

@@ -24,6 +24,10 @@ RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_wo
 TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
 WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "max_vcpus": int, "params": dict}
 BASE_CONFIG = TOP / "kernel" / "configs" / "base.config"
+MAX_BOOTS = 10000          # boots per cell
+MAX_TIMEOUT_S = 86400      # one boot
+MIN_MEM_MB = 64            # the guests' kernel and initramfs need about 40 MiB
+MAX_MEM_MB = 1 << 20       # and at most the host's memory
 
 
 def config_nr_cpus() -> int:
@@ -61,8 +65,6 @@ def module_params() -> tuple[dict, set]:
 
 # Parameters the host sets itself, never the matrix.
 HOST_PARAMS = {"workload", "seed"}
-OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
-_OP_ROW = re.compile(r"^QRWB_OP\((\w+), (\w+), (.*)\)$")
 # Values of the string parameters other than ops (the module's
 # qrwb_params.def describes the same; the module checks them again).
 STR_CHOICES = {"placement": ("both", "shared", "percpu"), "impl": ("all", "kernel", "module")}
@@ -70,11 +72,7 @@ STR_CHOICES = {"placement": ("both", "shared", "percpu"), "impl": ("all", "kerne
 
 def op_names() -> list[str]:
     """Op names of the module's op table bench/module/qrwb_ops.def."""
-    names = []
-    for line in OPS_DEF.read_text().splitlines():
-        if (m := _OP_ROW.match(line)) and m.group(1) not in names:
-            names.append(m.group(1))
-    return names
+    return list(targets.op_orderings())
 
 
 @dataclass(frozen=True)
@@ -212,6 +210,42 @@ def _check_param(at: _At, where: str, name: str, value) -> None:
         raise at.error(f"{where}.params.{name} = {value!r}: must be an integer in {lo}..{hi}", key)
 
 
+def _toml_kind(v) -> str:
+    if isinstance(v, dict):
+        return "a table"
+    if isinstance(v, list):
+        return "an array" + (" of tables" if v and all(isinstance(x, dict) for x in v) else "")
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string"}
+    return f"{names.get(type(v), 'a date/time')} ({v!r:.40})"
+
+
+def _key_line(lines: _Lines, key: str) -> int | None:
+    pat = re.compile(rf"\s*(\[\[?\s*{re.escape(key)}\s*\]\]?|{re.escape(key)}\s*=)")
+    return next((n for n, line in enumerate(lines.lines, 1) if pat.match(line)), None)
+
+
+def _values(params: dict, name: str, default) -> list:
+    v = params.get(name, default)
+    return v if isinstance(v, list) else [v]
+
+
+def _check_threads(at: _At, where: str, vcpus: list, params: dict) -> None:
+    """The module's own limits on threads against the vCPUs of each cell
+    (qrwb_parse in bench/module/qrwb_main.c), so no cell is refused at boot."""
+    for n, t, r, w in itertools.product(vcpus, _values(params, "threads", 0),
+                                        _values(params, "nreaders", 0),
+                                        _values(params, "nwriters", 0)):
+        if t > n:
+            raise at.error(f"{where}: threads = {t} exceeds vcpus = {n}: valid is 0 (all "
+                           f"vCPUs) or 1..{n}", "params.threads")
+        if r + w > n:
+            raise at.error(f"{where}: nreaders + nwriters = {r} + {w} exceeds vcpus = {n}: "
+                           f"valid is a sum of 1..{n}", "params.nreaders")
+        if (r or w) and t and t != r + w:
+            raise at.error(f"{where}: threads = {t} differs from nreaders + nwriters = "
+                           f"{r + w}: valid is threads = 0 or {r + w}", "params.threads")
+
+
 def load(path: str | Path) -> Matrix:
     path = Path(path)
     try:
@@ -224,19 +258,30 @@ def load(path: str | Path) -> Matrix:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: malformed TOML: {e}") from None
     lines = _Lines(text)
-    top = {"run": dict, "target": list, "workload": list}
+    top = {"run": "a table [run]", "target": "an array of tables [[target]]",
+           "workload": "an array of tables [[workload]]"}
     for k in doc:
         if k not in top:
             raise _At(path, lines, k).error(f"unknown table '{k}': valid are run, target, workload")
+        shape_ok = isinstance(doc[k], dict) if k == "run" else (
+            isinstance(doc[k], list) and all(isinstance(x, dict) for x in doc[k]))
+        if not shape_ok:
+            raise InputError(_where(path, f"'{k}' must be {top[k]}, not "
+                                          f"{_toml_kind(doc[k])}", _key_line(lines, k)))
     run = doc.get("run", {})
     at = _At(path, lines, "run")
     _check_keys(at, "[run]", run, RUN_KEYS, set())
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
                mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False))
     workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
-    if m.boots < 1 or m.timeout_s < 1 or m.mem_mb < 64:
-        raise at.error("[run] needs boots >= 1, timeout_s >= 1, mem_mb >= 64",
-                       "boots" if m.boots < 1 else "timeout_s" if m.timeout_s < 1 else "mem_mb")
+    mem_hi = min(MAX_MEM_MB, targets.host_mem_mb())
+    for key, value, lo, hi in (("boots", m.boots, 1, MAX_BOOTS),
+                               ("timeout_s", m.timeout_s, 1, MAX_TIMEOUT_S),
+                               ("mem_mb", m.mem_mb, MIN_MEM_MB, mem_hi),
+                               ("seed", m.seed, 0, (1 << 64) - 1)):
+        if not lo <= value <= hi:
+            why = " (this host's memory)" if key == "mem_mb" and hi < MAX_MEM_MB else ""
+            raise at.error(f"[run].{key} = {value}: must be an integer in {lo}..{hi}{why}", key)
     if not doc.get("target") or not doc.get("workload"):
         raise InputError(_where(path, "needs at least one [[target]] and one [[workload]]"))
     for i, t in enumerate(doc["target"]):
@@ -277,10 +322,24 @@ def load(path: str | Path) -> Matrix:
         for n in vcpus:
             if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= nr:
                 raise at.error(f"{where}.vcpus: {n!r} is not a vCPU count in 1..{nr} (NR_CPUS)", "vcpus")
+        if not w["variants"]:
+            raise at.error(f"{where}.variants is empty: give at least one of "
+                           f"{', '.join(targets.kernel_variants())}", "variants")
+        if not vcpus:
+            raise at.error(f"{where}.vcpus is empty: give at least one vCPU count in 1..{nr}",
+                           "vcpus")
+        for key, values in (("variants", w["variants"]), ("vcpus", vcpus)):
+            dup = next((v for i, v in enumerate(values) if v in values[:i]), None)
+            if dup is not None:
+                raise at.error(f"{where}.{key}: {dup!r} is listed twice", key)
         params = w.get("params", {})
         for k, v in params.items():
+            if isinstance(v, list) and not v:
+                raise at.error(f"{where}.params.{k} is an empty list: give a value or a list "
+                               "of values", f"params.{k}")
             for x in (v if isinstance(v, list) else [v]):
                 _check_param(at, where, k, x)
+        _check_threads(at, where, vcpus, params)
         m.workloads.append({"name": w["name"], "variants": list(w["variants"]),
                             "vcpus": list(vcpus), "params": params})
     return m

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sqlite3
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 from scipy.stats import binomtest
 
 from . import report, stats, store
-from .errors import QrwbenchError
+from .errors import ArgParser, QrwbenchError, db_error
 
 
 def group(cell) -> tuple:
@@ -138,7 +139,7 @@ def format_text(samples, *, n_resamples=500, width=10) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.noise", description=__doc__.splitlines()[0])
+    ap = ArgParser(prog="qrwbench.noise", description=__doc__.splitlines()[0])
     ap.add_argument("db", help="results DB (SQLite)")
     ap.add_argument("--commit", default="all",
                     help="rig commit: all (default), latest, HEAD, or a sha/prefix (report.select)")
@@ -150,7 +151,10 @@ def main(argv=None) -> int:
         samples = report.select(store.connect(args.db, create=False), args.commit).samples
         sys.stdout.write(format_text(samples, width=args.width))
     except QrwbenchError as e:
-        print(f"qrwbench.noise: error: {e}", file=sys.stderr)
+        print(f"noise: error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as e:
+        print(f"noise: error: {db_error(args.db, e)}", file=sys.stderr)
         return 2
     return 0
 

@@ -27,8 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import bench, ktree, perf
-from .errors import QrwbenchError
+from . import bench, ktree, outputs, perf
+from .errors import ArgParser, QrwbenchError
 from .targets import TOP
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
@@ -67,38 +67,49 @@ def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) 
     ok, why = perf.usable("stat")
     if not ok:
         raise QrwbenchError(f"perf cannot run here: {why}")
-    out = Path(out_root or TOP / "build" / "perf") / slug(cell)
-    out.mkdir(parents=True, exist_ok=True)
-    data = out / "perf.data"
-    data.unlink(missing_ok=True)
-    print(f"perf: booting {ktree.cell_text(cell)} under perf record -g "
-          f"(console: {out / 'run' / 'console.log'})", flush=True)
-    st = bench.boot_one(cell, 1, out / "run", timeout_s, 256,
-                        {"usable": None, "reason": "not probed (make perf)", "booted": False},
-                        wrap=perf.record_prefix(data))
-    if st["status"] != "ok":
-        raise QrwbenchError(f"the profiled boot failed: {st['reason']} (see {out / 'run'})")
-    if not data.exists():
-        raise QrwbenchError(f"perf record wrote no {data}")
-    rep = subprocess.run(perf.report_cmd(data), capture_output=True, text=True, check=False)
-    if rep.returncode != 0:
-        raise QrwbenchError(f"perf report failed: {(rep.stderr.strip().splitlines() or ['?'])[0]}")
-    (out / "report.txt").write_text(rep.stdout)
-    rows = hottest(rep.stdout, top)
-    if not rows:
-        raise QrwbenchError(f"perf report has no samples: see {out / 'report.txt'}")
-    text = format_hot(rows, ktree.cell_text(cell))
-    (out / "hot.txt").write_text(text)
+    final = outputs.check(Path(out_root or TOP / "build" / "perf") / slug(cell), "perf")
+    bench.kernel_paths(cell.arch, cell.variant)
+    with outputs.replacing(final, "perf") as out:
+        data = out / "perf.data"
+        print(f"perf: booting {ktree.cell_text(cell)} under perf record -g "
+              f"(console: {out / 'run' / 'console.log'}; moved to {final} when done)", flush=True)
+        st = bench.boot_one(cell, 1, out / "run", timeout_s, 256,
+                            {"usable": None, "reason": "not probed (make perf)", "booted": False},
+                            wrap=perf.record_prefix(data))
+        if st["status"] != "ok":
+            tail = (st.get("console_tail") or ["(empty console)"])[-1].strip()
+            raise QrwbenchError(f"the profiled boot failed: {st['reason']} (console ends: {tail})")
+        if not data.exists():
+            raise QrwbenchError(f"perf record wrote no {data.name}")
+        rep = subprocess.run(perf.report_cmd(data), capture_output=True, text=True, check=False)
+        if rep.returncode != 0:
+            raise QrwbenchError(f"perf report failed: {(rep.stderr.strip().splitlines() or ['?'])[0]}")
+        (out / "report.txt").write_text(rep.stdout)
+        rows = hottest(rep.stdout, top)
+        if not rows:
+            raise QrwbenchError("perf report has no samples (the profiled boot ran too briefly?)")
+        text = format_hot(rows, ktree.cell_text(cell))
+        (out / "hot.txt").write_text(text)
+    out = final
     return {"out": str(out), "report": str(out / "report.txt"), "hot": rows, "text": text}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.profile", description=__doc__.splitlines()[0])
+    ap = ArgParser(prog="qrwbench.profile", description=__doc__.splitlines()[0])
     ap.add_argument("--cell", required=True, help=f"the cell: {ktree.CELL_SYNTAX}")
     ap.add_argument("--out", default=None, help="output root (default build/perf)")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--check", action="store_true",
+                    help="only check CELL and print the kernel it needs (ARCH-VARIANT)")
     args = ap.parse_args(argv)
     try:
+        if args.check:
+            cell = ktree.parse_cell(args.cell)
+            outputs.check(Path(args.out or TOP / "build" / "perf") / slug(cell), "perf")
+            print(f"{cell.arch}-{cell.variant}")
+            return 0
+        if not 1 <= args.top <= 10000:
+            raise QrwbenchError(f"--top {args.top}: must be in 1..10000")
         res = profile(args.cell, args.out, args.top)
     except QrwbenchError as e:
         print(f"perf: error: {e}", file=sys.stderr)

@@ -23,6 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from . import faults as _faults
+from . import targets
 from .errors import one_line
 
 PREFIX = "@@QRWB "
@@ -47,6 +48,13 @@ RWLOCK_PARAMS = ("write_pct", "nlocks", "cs_work", "think_work", "cs_lines")
 PMU_COUNTERS = ("cycles", "instructions")
 MAX_PMU_WHY = 512
 
+# Bounds of what the module can print (bench/module/qrwb_params.def and the
+# timed loops): larger values are corrupt records, and SQLite stores at most
+# INT64_MAX.
+INT64_MAX = (1 << 63) - 1
+MAX_REPS = 10000            # reps <= 10000, so rep < 10000
+MAX_WINDOW_NS = 3600 * 10**9    # a window is duration_ms <= 60 s plus one batch
+MAX_ENTRIES = 1 << 24       # order: entries x reps of one boot
 _OP_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _CRC_RE = re.compile(r"[0-9a-f]{8}\Z")
 _REFUSED_RE = re.compile(r"qrwbench: refused: (.*)")
@@ -116,14 +124,15 @@ def _is_int(v) -> bool:
     return type(v) is int
 
 
-def _int(obj, key, lo=None, hi=None):
+def _int(obj, key, lo=None, hi=INT64_MAX):
+    """An integer in lo..hi; every stored integer is at most INT64_MAX (SQLite's)."""
     v = obj.get(key)
     if not _is_int(v):
         raise RecordError(f"{key!r} must be an integer, got {type(v).__name__}")
     if lo is not None and v < lo:
         raise RecordError(f"{key!r} is {v}, must be >= {lo}")
-    if hi is not None and v > hi:
-        raise RecordError(f"{key!r} is {v}, must be <= {hi}")
+    if v > hi:
+        raise RecordError(f"{key!r} is {str(v)[:40]}, must be <= {hi}")
     return v
 
 
@@ -196,7 +205,7 @@ def check_begin(rec: dict) -> None:
     _str(rec, "kernel_variant", KERNEL_VARIANTS)
     _str(rec, "kernel_release", maxlen=64)
     _str(rec, "workload", WORKLOADS)
-    _int(rec, "seed", 0)
+    _int(rec, "seed", 0, (1 << 64) - 1)     # a u64 parameter, kept as JSON text
     _int(rec, "online_cpus", 1, 4096)
     _int(rec, "threads", 1, 4096)
     params = rec["params"]
@@ -229,12 +238,19 @@ def check_result(rec: dict, begin: dict) -> None:
                               f"kernel is {begin['kernel_variant']!r}")
     else:
         _str(rec, "variant", VARIANTS[workload])
+    if workload == "atomics":
+        orderings = targets.op_orderings().get(op)
+        if orderings is None:
+            raise RecordError(f"op {op!r} is not in the module's op table (qrwb_ops.def)")
+        if rec["variant"] not in orderings:
+            raise RecordError(f"op {op!r} has no ordering {rec['variant']!r}: valid are "
+                              f"{', '.join(orderings)}")
     _int(rec, "copy", 0, 1)
     _str(rec, "placement", PLACEMENTS[workload])
-    _int(rec, "rep", 0)
-    _int(rec, "order", 0)
+    _int(rec, "rep", 0, MAX_REPS - 1)
+    _int(rec, "order", 0, MAX_ENTRIES)
     threads = _int(rec, "threads", 1, 4096)
-    _int(rec, "ns", 1)
+    _int(rec, "ns", 1, MAX_WINDOW_NS)
     ops = _int(rec, "ops", 0)
     per_thread = _int_list(rec, "per_thread_ops", threads)
     if sum(per_thread) != ops:
@@ -412,6 +428,8 @@ def _check_sequence(records, common) -> ParsedRun:
                 if obj["crc32"] != got:
                     raise RecordError(f"end marker crc32 {obj['crc32']}, records "
                                       f"give {got}")
+                if not results and begin["workload"] != "hang":
+                    raise RecordError("no result records between begin and the end marker")
                 return ParsedRun(ok=True, reason="ok", begin=begin, results=results,
                                  end=obj, **common)
             elif kind == "begin":

@@ -172,6 +172,10 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
         if base is not None:
             bsha = _resolve(repo, base, known, what)
             bcommit = _db_commit(known, bsha)
+            if bsha == tsha or (bcommit is not None and bcommit == tcommit):
+                raise QrwbenchError(f"base {base} and target {target} are the same {what} "
+                                    f"commit {tsha[:12]}: give an earlier BASE (or none: the "
+                                    "nearest earlier commit with results)")
             if bcommit is None:
                 raise QrwbenchError(f"base {base} ({bsha[:12]}) has no results; "
                                     f"{what} commits with results: {_listing(known)}")

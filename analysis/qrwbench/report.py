@@ -12,17 +12,14 @@ The selection is one rig commit (default: the one with the most recent run;
 from __future__ import annotations
 
 import html
-import os
-import shutil
 import sqlite3
-import tempfile
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, history, plots, stats, store, tables
+from . import codeid, gitutil, history, outputs, plots, stats, store, tables
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -491,8 +488,10 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
     """Analyse and write the report; returns {'html', 'markdown', 'plots'} paths.
 
     The files are rendered into a temporary directory next to ``out`` and moved
-    into place only when complete.
+    into place only when complete, and only over an earlier report
+    (:mod:`qrwbench.outputs`): any other ``out`` is refused before the analysis.
     """
+    out = outputs.check(out, "report")      # before any work: never replaces what is not ours
     audit = codeid.find_audit(audit_path)
     conn = store.connect(db, create=False)
     try:
@@ -501,21 +500,8 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
                     n_resamples=n_resamples)
     finally:
         conn.close()
-    out = Path(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    except OSError as exc:
-        raise QrwbenchError(f"cannot write the report under {out.parent}: "
-                            f"{exc.strerror}") from None
-    try:
+    with outputs.replacing(out, "report") as tmp:
         _write(a, tmp, n_resamples=min(n_resamples, 1000))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
             "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
 

@@ -24,12 +24,13 @@ Exit status: 0 done (changes are reported, not failures), 2 bad input.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import time
 from pathlib import Path
 
 from . import ktree, provenance, regress, stats, store
-from .errors import QrwbenchError
+from .errors import ArgParser, QrwbenchError, db_error
 from .targets import TOP
 
 ROOT = TOP / "build"
@@ -159,7 +160,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.series")
+    ap = ArgParser(prog="qrwbench.series")
     ap.add_argument("--cell", required=True, help=ktree.CELL_SYNTAX)
     ap.add_argument("--kernel-src", default=None)
     ap.add_argument("--from", dest="frm", default="qrwbench-base")
@@ -168,16 +169,25 @@ def main(argv=None) -> int:
     ap.add_argument("--boots", type=int, default=5)
     ap.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
     ap.add_argument("--compare-only", action="store_true", help="only print the comparison")
+    ap.add_argument("--check", action="store_true",
+                    help="only check CELL, BOOTS, THRESHOLD and KERNEL_SRC (before any build)")
     a = ap.parse_args(argv)
     try:
-        if a.boots < 1:
-            raise QrwbenchError(f"BOOTS {a.boots}: need at least 1")
+        ktree.check_numbers(a.boots, a.threshold)
+        ktree.parse_cell(a.cell)
+        if a.kernel_src:
+            ktree.check_tree(Path(a.kernel_src))
+        if a.check:
+            return 0
         shas = bench_series(a.cell, a.kernel_src, frm=a.frm, to=a.to, db=a.db, boots=a.boots,
                             compare_only=a.compare_only)
         print(comparison(a.cell, shas, Path(a.kernel_src or ktree.DEFAULT_SRC).resolve(),
                          db=a.db, threshold=a.threshold / 100))
     except QrwbenchError as e:
         print(f"series: error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as e:
+        print(f"series: error: {db_error(a.db or store.default_db_path(), e)}", file=sys.stderr)
         return 2
     return 0
 

@@ -121,7 +121,12 @@ def _schema_version(conn: sqlite3.Connection, path) -> int:
                                 f"results DB (tables: {', '.join(sorted(tables))})")
         return 0
     row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-    return int(row[0] or 0)
+    if row[0] is None or type(row[0]) is not int or row[0] < 1:
+        raise QrwbenchError(f"{path}: table schema_version holds "
+                            f"{'no version' if row[0] is None else repr(row[0])[:40]}: not a "
+                            "complete qrwbench results DB (damaged?); restore it from a copy "
+                            "or give another RESULTS_DB")
+    return row[0]
 
 
 def _migrate(conn: sqlite3.Connection, path) -> None:
@@ -137,6 +142,23 @@ def _migrate(conn: sqlite3.Connection, path) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def _check_access(path: Path) -> None:
+    """An existing DB must be readable and writable, and SQLite's WAL files
+    (``<db>-wal``, ``<db>-shm``) must exist writable or be creatable next to it."""
+    if not os.access(path, os.R_OK):
+        raise QrwbenchError(f"results DB {path} is not readable by this user")
+    if not os.access(path, os.W_OK):
+        raise QrwbenchError(f"results DB {path} is not writable by this user (SQLite's WAL "
+                            "mode writes even to read); copy it somewhere writable")
+    if os.access(path.parent, os.W_OK | os.X_OK):
+        return
+    side = [Path(f"{path}-{s}") for s in ("wal", "shm")]
+    if not all(p.exists() and os.access(p, os.R_OK | os.W_OK) for p in side):
+        raise QrwbenchError(f"results directory {path.parent} is not writable: SQLite must "
+                            f"create {path.name}-wal and {path.name}-shm next to the DB; make "
+                            "it writable or copy the DB elsewhere")
 
 
 def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
@@ -160,6 +182,8 @@ def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
             raise QrwbenchError(f"results directory {path.parent} is not writable")
     elif path.is_dir():
         raise QrwbenchError(f"results DB path {path} is a directory")
+    else:
+        _check_access(path)
     try:
         conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
     except sqlite3.Error as exc:

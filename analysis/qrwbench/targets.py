@@ -6,8 +6,10 @@ scripts and this module share one list. Per-arch QEMU facts live in ARCHES.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +55,21 @@ WORKLOADS = ("atomics", "rwlock")
 # Test-only: never finishes (the launcher's timeout test); a matrix needs
 # [run] test_workloads = true to use it.
 TEST_WORKLOADS = ("hang",)
+
+
+OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
+_OP_ROW = re.compile(r"^QRWB_OP\((\w+), (\w+), (.*)\)$")
+
+
+@functools.lru_cache(maxsize=None)
+def op_orderings() -> dict[str, tuple[str, ...]]:
+    """{op: its orderings}, in table order, from the module's op table
+    bench/module/qrwb_ops.def (the one list of ops)."""
+    out: dict[str, list[str]] = {}
+    for line in OPS_DEF.read_text().splitlines():
+        if m := _OP_ROW.match(line):
+            out.setdefault(m.group(1), []).append(m.group(2))
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def kernel_variants() -> list[str]:
@@ -122,3 +139,14 @@ def nr_cpus(arch: str, variant: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def host_mem_mb() -> int:
+    """MemTotal of this host in MiB (an upper bound for a guest's memory)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20

@@ -18,7 +18,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from . import bench, matrix, records
+from . import bench, matrix, outputs, records
+from .errors import ArgParser
 from .targets import TOP, InputError
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
@@ -68,25 +69,8 @@ def format_report(t: dict, failed: list[str]) -> tuple[str, bool]:
     return "\n".join(lines), bad
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="qrwbench.torture", description="rwlock exclusion torture")
-    ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
-    ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
-    ap.add_argument("--out", default=str(TOP / "build" / "torture"))
-    args = ap.parse_args(argv)
-    signal.signal(signal.SIGINT, bench._on_signal)
-    signal.signal(signal.SIGTERM, bench._on_signal)
-    try:
-        if not args.minutes > 0:
-            raise InputError(f"--minutes {args.minutes}: must be a positive number")
-        m = matrix.load(args.matrix)
-        cells = scaled(m, matrix.cells(m), args.minutes)
-        for c in cells:
-            bench.kernel_paths(c.arch, c.variant)
-    except InputError as e:
-        print(f"torture: {e}", file=sys.stderr)
-        return 2
-    out = Path(args.out)
+def torture(m, cells, out: Path, minutes: float):
+    """Boot every cell into out/runs/, write out/report.md; (text, bad, failed)."""
     parsed, failed = [], []
     verdict = {"usable": False, "reason": "torture uses TCG", "booted": False}
     for i, b in enumerate(matrix.boots(m, cells), 1):
@@ -99,7 +83,31 @@ def main(argv=None) -> int:
             continue
         parsed.append((b.cell, records.parse_console((d / "console.log").read_bytes())))
     text, bad = format_report(tally(parsed), failed)
-    (out / "report.md").write_text(f"# qrwbench torture ({args.minutes} min)\n\n{text}\n")
+    (out / "report.md").write_text(f"# qrwbench torture ({minutes} min)\n\n{text}\n")
+    return text, bad, failed
+
+
+def main(argv=None) -> int:
+    ap = ArgParser(prog="qrwbench.torture", description="rwlock exclusion torture")
+    ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
+    ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
+    ap.add_argument("--out", default=str(TOP / "build" / "torture"))
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGINT, bench._on_signal)
+    signal.signal(signal.SIGTERM, bench._on_signal)
+    try:
+        if not 0 < args.minutes < 24 * 60:
+            raise InputError(f"--minutes {args.minutes}: must be a number of minutes in (0, 1440)")
+        m = matrix.load(args.matrix)
+        cells = scaled(m, matrix.cells(m), args.minutes)
+        for c in cells:
+            bench.kernel_paths(c.arch, c.variant)
+        out = outputs.check(args.out, "torture")      # before any boot
+        with outputs.replacing(out, "torture") as tmp:
+            text, bad, failed = torture(m, cells, tmp, args.minutes)
+    except InputError as e:
+        print(f"torture: error: {e}", file=sys.stderr)
+        return 2
     print(text)
     print(f"torture: report in {out / 'report.md'}")
     return 1 if bad or failed else 0

@@ -47,7 +47,7 @@ def test_accel_kvm_here_names_the_probe_reason(tmp_path):
                        cwd=TOP, env=PYENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stdout[-2000:]
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bench: KVM asked for (")
+    assert len(lines) == 1 and lines[0].startswith("bench: error: KVM asked for (")
     assert v["reason"] in lines[0]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/console.log"))
 
