@@ -43,7 +43,6 @@ arch/impl/op and ``notes``), plus the full detail under ``kernels`` and
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re

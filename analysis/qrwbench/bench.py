@@ -11,7 +11,6 @@ resumes where it stopped (--fresh measures everything again).
 """
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
 import json

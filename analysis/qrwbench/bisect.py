@@ -27,7 +27,6 @@ ancestor of BAD) is one line ``bisect: error: ...`` and exit status 2.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re

@@ -19,7 +19,6 @@ own DB and prints this.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sqlite3
 import sys

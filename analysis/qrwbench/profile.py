@@ -21,7 +21,6 @@ measurement itself.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys

@@ -23,7 +23,6 @@ Exit status: 0 done (changes are reported, not failures), 2 bad input.
 """
 from __future__ import annotations
 
-import argparse
 import sqlite3
 import sys
 import time

@@ -11,7 +11,6 @@ its violations are reported, not required to be 0.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import signal
 import sys

@@ -117,6 +117,10 @@ def test_bad_commits_are_one_line_errors(tmp_path, repo):
         regress.regress(db, target=shas[0], repo=path)
     with pytest.raises(QrwbenchError, match="no earlier rig commit"):
         regress.regress(db, target=shas[1], repo=path)
+    with pytest.raises(QrwbenchError, match="are the same rig commit"):
+        regress.regress(db, target=shas[7], base=shas[7], repo=path)     # BASE=HEAD
+    with pytest.raises(QrwbenchError, match="are the same rig commit"):
+        regress.regress(db, target="HEAD", base=shas[7][:10], repo=path)
 
 
 def test_bad_commit_errors_name_the_commits_with_results(tmp_path, repo):

@@ -15,7 +15,6 @@ full kernel build there (~6 min on 2 cores, ccache-cold); later runs about
 """
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,7 @@ import pytest
 from conftest import BUILD, TOP
 from qrwbench import bisect, ktree, regress, series, store
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-import synth  # noqa: E402
+import synth
 
 pytestmark = pytest.mark.guest
 SRC = BUILD / "src" / "linux"

@@ -2,16 +2,13 @@
 a guest that finished but lacks the kernel's atomic64 selftest pass line, or
 reports other CPUs than asked for, is a failed boot, not data."""
 import shlex
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-import synth  # noqa: E402
-from conftest import kernel_dir  # noqa: E402
-from qrwbench import bench, matrix, qemu  # noqa: E402
+import synth
+from conftest import kernel_dir
+from qrwbench import bench, matrix, qemu
 
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]

@@ -1,13 +1,10 @@
 """The console is untrusted: a guest that floods it is killed, and a log over
 the parser's limit is rejected and stored as failed, never as data."""
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-import synth  # noqa: E402
-from qrwbench import qemu, records, store  # noqa: E402
+import synth
+from qrwbench import qemu, records, store
 
 
 def _console() -> str:

@@ -48,6 +48,7 @@ PKG = TOP / "analysis" / "qrwbench"
 MATRIX_DIR = TOP / "bench" / "matrix"
 GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
+               GIT_AUTHOR_DATE="2026-12-01T00:00:00Z", GIT_COMMITTER_DATE="2026-12-01T00:00:00Z",
                GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 FAST_RESAMPLES = 200        # bootstrap resamples in the CLI runs (speed only)
 
@@ -928,13 +929,18 @@ def golden(tmp_path_factory):
     for t, sha in enumerate(shas[1:], 1):
         for b in range(3):
             store.import_run(db, synth.atomics_run(
-                runs, f"a{t}-{b}", reps=4, rig_commit=sha, kernel_src=str(repo),
+                runs, f"a{t}-{b}", reps=4, rig_commit=sha, kernel_src="/nonexistent/linux",
                 started_at=f"2026-12-0{t}T00:0{b}:00Z", rng=np.random.default_rng(10 * t + b)))
         store.import_run(db, synth.rwlock_run(runs, f"rw{t}", write_pcts=(10,), reps=3,
                                               rig_commit=sha, started_at=f"2026-12-0{t}T01:00:00Z"))
     store.import_run(db, synth.write_run(runs, "failed-1", b"garbage\n", status="failed",
                                          reason="timed out", rig_commit=shas[2]))
     spare = synth.atomics_run(tmp / "spare", "spare-1", reps=3, rig_commit=shas[2])
+    # the same bytes in every session, so that a seeded corruption hits the same data
+    _sql(db, "UPDATE runs SET imported_at = '2026-12-03T00:00:00Z'")
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("VACUUM")
+    conn.close()
     assert not Path(f"{db}-wal").exists()
     return {"db": db, "repo": repo, "shas": shas, "spare": spare, "tmp": tmp}
 
@@ -1224,8 +1230,11 @@ def _check_cli(tmp_path, capsys, argv, env, what):
     owns was touched and no half-written report is left."""
     userdir = Path(env["userdir"])
     rc, out, err = run_main(cli.main, argv, capsys, what)
-    assert (userdir / "thesis.tex").read_text() == "precious\n", f"{what}: user dir touched"
-    assert Path(env["file"]).read_text() == "not a directory\n", f"{what}: user file touched"
+    thesis, plain = userdir / "thesis.tex", Path(env["file"])
+    assert thesis.is_file() and thesis.read_text() == "precious\n", \
+        f"{what}: status {rc}, the user's directory {userdir} was replaced or removed"
+    assert plain.is_file() and plain.read_text() == "not a directory\n", \
+        f"{what}: status {rc}, the user's file {plain} was replaced or removed"
     assert (tmp_path / "cwd" / "keep.txt").is_file(), f"{what}: the current directory was emptied"
     if argv[0] == "report" and env["out"] in argv:
         reports = Path(env["out"]).parent

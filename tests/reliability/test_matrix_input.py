@@ -64,10 +64,49 @@ def test_good_matrix_loads(tmp_path):
     ("vcpus = [2]", "max_vcpus = 0", "max_vcpus = 0: must be in 1..64 (NR_CPUS)"),
     ("vcpus = [2]", "vcpus = [2]\nmax_vcpus = 8", "needs either 'vcpus' (a list) or 'max_vcpus'"),
     ("vcpus = [2]", "", "needs either 'vcpus' (a list) or 'max_vcpus'"),
+    # shapes that used to end in a traceback
+    ("[run]\nboots = 1", "run = 5", "'run' must be a table [run], not an integer (5)"),
+    ("[run]\nboots = 1", "[[run]]\nboots = 1", "'run' must be a table [run], not an array of tables"),
+    # empty lists used to run nothing and exit 0
+    ('variants = ["acqrel"]', "variants = []", "#1.variants is empty: give at least one of acqrel"),
+    ("vcpus = [2]", "vcpus = []", "#1.vcpus is empty: give at least one vCPU count in 1..64"),
+    ("write_pct = 10", "write_pct = []", "#1.params.write_pct is an empty list"),
+    ('variants = ["acqrel"]', 'variants = ["acqrel", "acqrel"]', "variants: 'acqrel' is listed twice"),
+    ("vcpus = [2]", "vcpus = [2, 1, 2]", "vcpus: 2 is listed twice"),
+    # the module's limits, checked here instead of at boot
+    ("write_pct = 10", "threads = 3", "threads = 3 exceeds vcpus = 2: valid is 0 (all vCPUs) or 1..2"),
+    ("write_pct = 10", "nreaders = 2, nwriters = 1",
+     "nreaders + nwriters = 2 + 1 exceeds vcpus = 2: valid is a sum of 1..2"),
+    ("write_pct = 10", "nreaders = 1, nwriters = 0, threads = 2",
+     "threads = 2 differs from nreaders + nwriters = 1"),
+    ("boots = 1", "boots = 1\nmem_mb = 1000000000", "[run].mem_mb = 1000000000: must be an integer in 64.."),
+    ("boots = 1", "boots = 1\nmem_mb = 32", "[run].mem_mb = 32: must be an integer in 64.."),
+    ("boots = 1", "boots = 100000000", "[run].boots = 100000000: must be an integer in 1..10000"),
+    ("boots = 1", "boots = 1\ntimeout_s = 0", "[run].timeout_s = 0: must be an integer in 1..86400"),
+    ("boots = 1", "boots = 1\nseed = -1", "[run].seed = -1: must be an integer in 0.."),
 ])
 def test_bad_matrix_values_are_named(tmp_path, old, new, expect):
     assert old in GOOD
     assert expect in err(tmp_path, GOOD.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("table,text,expect", [
+    ("target", "target = 5", "'target' must be an array of tables [[target]], not an integer (5)"),
+    ("workload", 'workload = "x"', "'workload' must be an array of tables [[workload]], not a string"),
+    ("target", "[target]\narch = \"x86_64\"\naccel = \"tcg\"",
+     "'target' must be an array of tables [[target]], not a table"),
+])
+def test_a_table_of_the_wrong_shape_is_named(tmp_path, table, text, expect):
+    start = GOOD.index(f"[[{table}]]")
+    end = GOOD.find("[[", start + 2)
+    rest = GOOD[:start] + (GOOD[end:] if end > 0 else "")
+    msg = err(tmp_path, text + "\n" + rest)      # top-level keys come before any table
+    assert expect in msg, msg
+
+
+def test_every_vcpu_count_of_a_list_is_checked_against_threads(tmp_path):
+    text = GOOD.replace("vcpus = [2]", "vcpus = [4, 2]").replace("write_pct = 10", "threads = [4]")
+    assert "threads = 4 exceeds vcpus = 2" in err(tmp_path, text)
 
 
 @pytest.mark.parametrize("limit,counts", [(1, [1]), (2, [1, 2]), (8, [1, 2, 4, 8]),
@@ -126,6 +165,7 @@ def test_cpu_model_kvm_needs_host():
     ("vcpus = [2]", "vcpus = [0]", 11),
     ("write_pct = 10", "write_pct = 101", 12),
     ("boots = 1", "boots = 0", 3),
+    ("[run]\nboots = 1", "run = 5", 2),
     ("boots = 1", "bots = 1", 3),
     ('name = "rwlock"', 'name = "frob"', 9),
 ])
