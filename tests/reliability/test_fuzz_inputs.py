@@ -92,28 +92,30 @@ def call_clean(fn, what, *args, **kw):
     try:
         return fn(*args, **kw), None
     except QrwbenchError as exc:
-        if not _one_line(str(exc)):
-            pytest.fail(f"QrwbenchError message is not one line: {str(exc)!r}"
-                        f"\n  input: {_short(what)}", pytrace=False)
-        return None, exc
+        if _one_line(str(exc)):
+            return None, exc
+        problem = f"QrwbenchError message is not one line: {str(exc)!r}\n  input: {_short(what)}"
     except Exception as exc:  # noqa: BLE001 - what this file is about
-        pytest.fail(_escaped(exc, what), pytrace=False)
+        problem = _escaped(exc, what)
+    pytest.fail(problem, pytrace=False)
 
 
 def run_main(main, argv, capsys, what, prog="qrwbench"):
     """Run a command line's ``main(argv)``: (status, stdout, stderr), checked
     against the contract (0/1/2; 2 = one ``<prog>: error:`` line)."""
     capsys.readouterr()
+    problem = None
     try:
         rc = main(argv)
     except SystemExit as exc:
         rc = exc.code
         if rc != 2:
-            out, err = capsys.readouterr()
-            pytest.fail(f"SystemExit({rc!r}) from main()\n  argv: {_short(argv)}"
-                        f"\n  stderr: {_short(err)}\n  input: {_short(what)}", pytrace=False)
+            problem = (f"SystemExit({rc!r}) from main()\n  argv: {_short(argv)}"
+                       f"\n  stderr: {_short(capsys.readouterr()[1])}\n  input: {_short(what)}")
     except Exception as exc:  # noqa: BLE001
-        pytest.fail(_escaped(exc, f"argv {argv}; {what}"), pytrace=False)
+        problem = _escaped(exc, f"argv {argv}; {what}")
+    if problem:
+        pytest.fail(problem, pytrace=False)
     out, err = capsys.readouterr()
     if type(rc) is not int or rc not in (0, 1, 2):
         pytest.fail(f"exit status {rc!r} (not 0/1/2)\n  argv: {_short(argv)}"
@@ -707,10 +709,13 @@ def test_parse_console_fuzz(seed):
     """records.parse_console never raises; it says ok, or why not in one line."""
     data, what = _gen_console(seed)
     for form in (data, data.decode("latin-1")):
+        p, problem = None, None
         try:
             p = records.parse_console(form)
         except Exception as exc:  # noqa: BLE001
-            pytest.fail(_escaped(exc, what), pytrace=False)
+            problem = _escaped(exc, what)
+        if problem:
+            pytest.fail(problem, pytrace=False)
         _check_parsed(p, what)
 
 
