@@ -87,8 +87,8 @@ def load_audit(path) -> Audit:
     path = Path(path)
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise QrwbenchError(f"audit file {path}: {exc}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise QrwbenchError(f"audit file {path}: {type(exc).__name__}: {exc}") from None
     if isinstance(obj, dict) and "schema" not in obj and "kernels" in obj:
         obj = _from_kernel_audit(obj, path)
     if not isinstance(obj, dict) or obj.get("schema") != 1:

@@ -33,7 +33,7 @@ def rev_parse(repo, ref: str) -> str:
     """Full sha of ``ref``; QrwbenchError naming the repo when it is unknown."""
     if not is_repo(repo):
         raise QrwbenchError(f"{repo} is not a git repository (needed to resolve {ref!r})")
-    if not ref or ref.startswith("-"):
+    if not ref or ref.startswith("-") or "\0" in ref or not ref.isprintable():
         raise QrwbenchError(f"unknown commit {ref!r} in {repo}")
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()

@@ -70,6 +70,9 @@ def check(path, kind: str, what: str | None = None) -> Path:
     of ``kind``: it does not exist, or it is an earlier output of that kind.
     Otherwise QrwbenchError naming it and what to do."""
     what = what or f"qrwbench {kind} directory"
+    if "\0" in str(path) or not str(path).strip():
+        raise QrwbenchError(f"{str(path)!r}: not a path the rig can write a {what} to: give "
+                            "a new directory path")
     p = Path(os.path.abspath(path))
     if p == p.parent or not p.name or p.name in (".", ".."):
         raise QrwbenchError(f"{path!s}: not a path the rig can write a {what} to: give a "

@@ -21,6 +21,7 @@ later import of it (a retried boot keeps its run id).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sqlite3
@@ -32,7 +33,8 @@ from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
 SCHEMA_VERSION = 3
-MAX_META_BYTES = 1 << 20   # provenance.json / status.json
+MAX_META_BYTES = 1 << 20
+INT64_MAX = (1 << 63) - 1   # provenance.json / status.json
 
 CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
                 "placement", "params")
@@ -195,6 +197,9 @@ def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
                 f"results DB {path} has schema version {version}, newer than this "
                 f"qrwbench supports ({SCHEMA_VERSION}); use a newer qrwbench or "
                 "another RESULTS_DB")
+        if version == 0 and not create:
+            raise QrwbenchError(f"{path} holds no qrwbench results (an empty database): "
+                                "import runs first (make bench, or python3 -m qrwbench import)")
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -247,8 +252,8 @@ def _read_json(path: Path, what: str) -> dict:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except QrwbenchError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise QrwbenchError(f"{path}: cannot read {what}: {exc}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise QrwbenchError(f"{path}: cannot read {what}: {type(exc).__name__}: {exc}") from None
     if not isinstance(obj, dict):
         raise QrwbenchError(f"{path}: {what} is not a JSON object")
     return obj
@@ -289,7 +294,9 @@ def read_run_dir(run_dir) -> tuple[dict, dict, bytes | None]:
     cell = _want(prov, "cell", (dict,), where)
     for key in ("arch", "accel", "cpu_model", "kernel_variant", "workload"):
         _want(cell, key, (str,), f"{where} cell")
-    _want(cell, "vcpus", (int,), f"{where} cell")
+    vcpus = _want(cell, "vcpus", (int,), f"{where} cell")
+    if not 1 <= vcpus <= 4096:
+        raise QrwbenchError(f"{where} cell: vcpus {str(vcpus)[:30]} is not in 1..4096")
     _want(cell, "params", (dict,), f"{where} cell", required=False)
     st = _want(status, "status", (str,), f"{run_dir}/status.json")
     if st not in ("ok", "failed"):
@@ -375,7 +382,7 @@ def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
         return None if v is None else int(bool(v))
 
     def num(v):
-        return v if type(v) is int else None
+        return v if type(v) is int and -INT64_MAX <= v <= INT64_MAX else None
 
     return {
         "run_id": prov["run_id"], "status": state, "reason": reason,
@@ -408,6 +415,17 @@ def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
     }
 
 
+def _finite(v):
+    """A finite float of an int or float, else None (10**400 does not fit)."""
+    if type(v) not in (int, float):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _perf_rows(run_id: str, perf) -> list[dict]:
     """run_perf rows from status.json's "perf" (bench.collect_perf); what does
     not have the expected shape is left out (status.json is the rig's own
@@ -420,14 +438,15 @@ def _perf_rows(run_id: str, perf) -> list[dict]:
         if isinstance(c, dict) and isinstance(event, str):
             v = c.get("value")
             rows.append({"run_id": run_id, "tool": "stat", "event": event,
-                         "value": float(v) if isinstance(v, (int, float)) else None,
+                         "value": _finite(v),
                          "unit": _text(c.get("unit")) or "", "supported": int(bool(c.get("supported")))})
     kvm = perf.get("kvm_stat")
     exits = kvm.get("exits") if isinstance(kvm, dict) else None
     for reason, e in (exits.items() if isinstance(exits, dict) else ()):
         if isinstance(e, dict) and isinstance(e.get("samples"), int):
-            rows.append({"run_id": run_id, "tool": "kvm-stat", "event": str(reason),
-                         "value": float(e["samples"]), "unit": "exits", "supported": 1})
+            if _finite(e["samples"]) is not None:
+                rows.append({"run_id": run_id, "tool": "kvm-stat", "event": str(reason)[:200],
+                             "value": _finite(e["samples"]), "unit": "exits", "supported": 1})
     return rows
 
 
@@ -550,7 +569,14 @@ def load_runs(conn, *, status: str | None = None) -> list[dict]:
     if status:
         sql += " WHERE status = ?"
         args = (status,)
-    return [dict(r) for r in conn.execute(sql + " ORDER BY started_at, run_id", args)]
+    rows = [dict(r) for r in conn.execute(sql + " ORDER BY run_id", args)]
+    for r in rows:
+        for key in ("started_at", "run_id", "rig_commit", "kernel_tree_commit", "status"):
+            if r.get(key) is not None and type(r[key]) is not str:
+                raise QrwbenchError(f"results DB: run {str(r.get('run_id'))[:60]!r} has {key} of "
+                                    f"type {type(r[key]).__name__}, not text: the DB was edited "
+                                    "or is damaged; restore it from a copy")
+    return sorted(rows, key=lambda r: (r["started_at"] or "", r["run_id"]))
 
 
 _RUN_FIELDS = ("rig_commit", "rig_dirty", "kernel_tree_commit", "kernel_tree_subject",
@@ -586,14 +612,37 @@ def load_samples(conn, *, rig_commit: str | None = None,
     sql = (f"SELECT s.*, {', '.join('r.' + f for f in _RUN_FIELDS if f != 'kernel_variant')} "
            "FROM samples s JOIN runs r ON r.run_id = s.run_id "
            f"WHERE {' AND '.join(where)} ORDER BY s.run_id, s.ord")
-    out = []
-    for row in conn.execute(sql, args):
-        d = dict(row)
-        for key in ("per_thread_ops", "per_thread_reads", "per_thread_writes"):
-            if d.get(key) is not None:
+    return [_checked_sample(dict(row)) for row in conn.execute(sql, args)]
+
+
+# What the analysis relies on in a sample row: the importer writes only such
+# rows, so anything else was edited by hand or damaged.
+_SAMPLE_TYPES = {"ns": int, "ops": int, "rep": int, "ord": int, "copy": int, "vcpus": int,
+                 "threads": int, "throughput": float, "overhead_ps": int, "batch": int}
+
+
+def _checked_sample(d: dict) -> dict:
+    def bad(what):
+        return QrwbenchError(f"results DB: sample {d.get('id')} of run "
+                             f"{str(d.get('run_id'))[:60]!r} {what}: the DB was edited or is "
+                             "damaged; restore it from a copy or re-import the run")
+    for key, typ in _SAMPLE_TYPES.items():
+        if type(d.get(key)) is not typ and not (typ is float and type(d.get(key)) is int):
+            raise bad(f"has {key} = {str(d.get(key))[:30]!r}, not {typ.__name__}")
+    if d["ns"] <= 0 or d["ops"] < 0 or not math.isfinite(d["throughput"]) or d["throughput"] < 0:
+        raise bad(f"has ns {d['ns']}, ops {d['ops']}, throughput {d['throughput']}")
+    for key in ("started_at", "rig_commit", "kernel_tree_commit", "run_id", "variant", "op"):
+        if d.get(key) is not None and type(d[key]) is not str:
+            raise bad(f"has {key} of type {type(d[key]).__name__}, not text")
+    for key in ("per_thread_ops", "per_thread_reads", "per_thread_writes"):
+        if d.get(key) is not None:
+            try:
                 d[key] = json.loads(d[key])
-        out.append(d)
-    return out
+            except (TypeError, ValueError, RecursionError):
+                raise bad(f"has {key} that is not a JSON list") from None
+            if type(d[key]) is not list:
+                raise bad(f"has {key} that is not a JSON list")
+    return d
 
 
 def commits_with_results(conn, key: str = "rig") -> list[dict]:

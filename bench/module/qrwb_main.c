@@ -304,6 +304,34 @@ static void qrwb_shuffle(struct qrwb_ent *e, unsigned int n)
 	}
 }
 
+/*
+ * Paired blocks: the entries that are compared with each other (every
+ * ordering and copy of one op on one placement) run back to back, in a
+ * random order, and the blocks themselves run in a random order. A
+ * comparison's two sides are so measured within a few windows of each
+ * other, and the host forms its ratios block by block, so that slow phases
+ * of the host cancel. block[] gives each entry's block; n <= QRWB_MAX_ENTS.
+ */
+static void qrwb_shuffle_blocks(struct qrwb_ent *e, unsigned int n,
+				const unsigned int *block)
+{
+	static u32 key[2 * QRWB_NOPS];
+	struct qrwb_ent t;
+	unsigned int i, k, bi;
+
+	qrwb_shuffle(e, n);
+	for (i = 0; i < ARRAY_SIZE(key); i++)
+		key[i] = qrwb_below(1U << 16) << 16 | i;	/* unique keys */
+	for (i = 1; i < n; i++) {	/* stable insertion sort by block key */
+		t = e[i];
+		bi = block[t.id] * 2 + t.percpu;
+		for (k = i; k > 0 &&
+		     key[block[e[k - 1].id] * 2 + e[k - 1].percpu] > key[bi]; k--)
+			e[k] = e[k - 1];
+		e[k] = t;
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* records */
 
@@ -1084,6 +1112,21 @@ static unsigned long qrwb_batch_for(u64 cost_ps)
 	return roundup_pow_of_two((unsigned long)b);
 }
 
+/* atomics: each op id's block, the first op id of the same op name */
+static unsigned int qrwb_op_block[QRWB_NOPS];
+
+static void qrwb_init_op_blocks(void)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < QRWB_NOPS; i++)
+		for (k = 0; k <= i; k++)
+			if (!strcmp(qrwb_op_name[k], qrwb_op_name[i])) {
+				qrwb_op_block[i] = k;
+				break;
+			}
+}
+
 /* atomics: one batch per op name (all orderings and copies share it) */
 static void qrwb_calibrate_atomics(void)
 {
@@ -1197,11 +1240,12 @@ static int qrwb_run_atomics(void)
 	if (ret)
 		return ret;
 
+	qrwb_init_op_blocks();
 	qrwb_calibrate_atomics();
 	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
 		measured = qrwb_measured_round(round, &rep);
 		qrwb_fill_atomics();
-		qrwb_shuffle(qrwb_ents, qrwb_nents);
+		qrwb_shuffle_blocks(qrwb_ents, qrwb_nents, qrwb_op_block);
 		for (k = 0; k < qrwb_nents; k++) {
 			const struct qrwb_ent *e = &qrwb_ents[k];
 			const qrwb_loop_fn *tbl = qrwb_loops_c0;

@@ -1,0 +1,183 @@
+"""Effects from paired blocks: the estimates and intervals behind every verdict.
+
+A *block* is one repetition (``rep``) of one boot (``run_id``). In a block the
+module measures every entry once, and the entries that are compared with each
+other run back to back in a random order (the atomics: every ordering and
+copy of one op on one placement; the rwlock workload: every implementation),
+so the two sides of a comparison are measured within a few windows of each
+other and a slow phase of the host moves both alike.
+
+* **In-boot comparisons** (an ordering against the baseline ordering, a module
+  qrwlock copy against the ``acqrel`` copy, copy 1 against copy 0): the unit
+  is the block's log ratio ``log(x_a / x_b)``. The estimate is the mean over
+  boots of each boot's mean block log ratio (a geometric mean of block
+  ratios, each boot weighted alike). Its standard error comes from a
+  hierarchical bootstrap (resample boots, then blocks within each resampled
+  boot; Kalibera & Jones, "Rigorous benchmarking in reasonable time", ISMM
+  2013) and the interval is ``estimate +- t(df) * SE`` with ``df`` the number
+  of blocks less the number of boots: the bootstrap's percentile interval
+  undercovers with 8-16 blocks (0.84-0.89 of nominal in a simulation with one
+  or two boots), the t interval covers 0.95-0.98 there.
+* **Kernel builds** (the kernel's ``rwlock_t`` of one kernel variant against
+  another's: always different boots): each boot is reduced to its in-boot
+  *normalized* value, the mean block log ratio of the kernel's rwlock to the
+  module's own ``acqrel`` qrwlock copy (identical code in every kernel,
+  measured in the same blocks), which cancels the speed of the boot and of
+  the host. The boot is the unit: Welch's t test (``scipy.stats.ttest_ind``,
+  ``equal_var=False``) on the per-boot values, and its interval with the
+  Welch-Satterthwaite degrees of freedom (written out here: scipy 1.10 gives
+  the p-value, not the interval). At least two boots a side are needed.
+
+Everything is in natural-log units internally; :func:`pct` turns a log ratio
+into a percent change.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+CONFIDENCE = 0.95
+N_RESAMPLES = 2000
+MIN_BLOCKS = 3          # in-boot: fewer blocks in all is not judged
+MIN_BOOTS = 2           # kernel builds: per side
+
+
+@dataclass
+class Effect:
+    """log(a / b) with its interval; ``judged`` False says why not."""
+
+    estimate: float = math.nan      # log ratio
+    low: float = math.nan
+    high: float = math.nan
+    p_value: float = math.nan
+    se: float = math.nan
+    n_boots: tuple = (0, 0)         # (a side, b side); equal for in-boot pairs
+    n_blocks: int = 0
+    method: str = ""                # "paired blocks" or "boots (normalized)"
+    judged: bool = False
+    why: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.estimate)
+
+    @property
+    def half_width_pct(self) -> float:
+        """Half the interval's width, in percent of the estimate's ratio."""
+        return (math.exp(self.high) - math.exp(self.low)) / 2 / math.exp(self.estimate) * 100
+
+
+def pct(log_ratio: float) -> float:
+    return (math.exp(log_ratio) - 1.0) * 100.0
+
+
+def _rng(seed):
+    return np.random.default_rng(seed)
+
+
+def block_log_ratios(a: dict, b: dict) -> list[np.ndarray]:
+    """Per boot, the log ratios a/b of the blocks both sides measured.
+
+    ``a``, ``b``: ``{run_id: {rep: throughput}}``. Boots or blocks present on
+    one side only, and non-positive throughputs, are left out."""
+    out = []
+    for run in sorted(set(a) & set(b)):
+        reps = sorted(r for r in set(a[run]) & set(b[run]) if a[run][r] > 0 and b[run][r] > 0)
+        if reps:
+            out.append(np.log([a[run][r] for r in reps]) - np.log([b[run][r] for r in reps]))
+    return out
+
+
+def hierarchical_means(groups: list[np.ndarray], *, n_resamples=N_RESAMPLES, seed=0) -> np.ndarray:
+    """Bootstrap distribution of the mean of boot means: boots resampled with
+    replacement, then blocks within each drawn boot."""
+    rng = _rng(seed)
+    nb = len(groups)
+    n = np.array([len(g) for g in groups])
+    width = int(n.max())
+    table = np.zeros((nb, width))
+    for i, g in enumerate(groups):
+        table[i, :len(g)] = g
+    ib = rng.integers(0, nb, (n_resamples, nb))
+    counts = n[ib]                                              # (R, nb)
+    ik = (rng.random((n_resamples, nb, width)) * counts[:, :, None]).astype(int)
+    vals = table[ib[:, :, None], ik]
+    mask = np.arange(width)[None, None, :] < counts[:, :, None]
+    return (np.where(mask, vals, 0.0).sum(axis=2) / counts).mean(axis=1)
+
+
+def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES,
+           seed=0) -> Effect:
+    """The in-boot effect from per-boot block log ratios (module docstring)."""
+    groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
+    nblocks = sum(len(g) for g in groups)
+    e = Effect(n_boots=(len(groups), len(groups)), n_blocks=nblocks, method="paired blocks")
+    if nblocks < MIN_BLOCKS:
+        e.why = f"too few paired blocks ({nblocks}; need {MIN_BLOCKS})"
+        return e
+    e.estimate = float(np.mean([g.mean() for g in groups]))
+    dist = hierarchical_means(groups, n_resamples=n_resamples, seed=seed)
+    df = max(nblocks - len(groups), 1)
+    # the bootstrap SE of a mean of n values is biased low by sqrt((n-1)/n)
+    se = float(dist.std(ddof=1)) * math.sqrt(nblocks / max(nblocks - 1, 1))
+    e.se = se
+    q = float(sps.t.ppf(0.5 + confidence / 2, df))
+    e.low, e.high = e.estimate - q * se, e.estimate + q * se
+    if se > 0:
+        e.p_value = float(2 * sps.t.sf(abs(e.estimate) / se, df))
+    else:
+        e.p_value = 0.0 if e.estimate != 0 else 1.0
+    e.judged = True
+    return e
+
+
+def boots(a: list[float], b: list[float], *, confidence=CONFIDENCE) -> Effect:
+    """Kernel builds: per-boot normalized log values of side a against side b
+    (Welch's t; module docstring)."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    e = Effect(n_boots=(len(a), len(b)), method="boots (normalized)")
+    if min(len(a), len(b)) < MIN_BOOTS:
+        e.why = f"too few boots ({len(a)} vs {len(b)}; need {MIN_BOOTS} a side)"
+        return e
+    e.estimate = float(a.mean() - b.mean())
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    e.se = se
+    if se == 0:
+        e.low = e.high = e.estimate
+        e.p_value = 0.0 if e.estimate != 0 else 1.0
+        e.judged = True
+        return e
+    df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if va else 0) + (vb ** 2 / (len(b) - 1) if vb else 0))
+    q = float(sps.t.ppf(0.5 + confidence / 2, df))
+    e.low, e.high = e.estimate - q * se, e.estimate + q * se
+    e.p_value = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
+    e.judged = True
+    return e
+
+
+# ------------------------------------------------------------------ verdicts
+
+SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE = "slower", "faster", "equivalent", "inconclusive"
+JUDGED = (SLOWER, FASTER, EQUIVALENT)
+
+
+def verdict(e: Effect, p_adjusted: float, *, alpha: float, margin_pct: float) -> tuple[str, str]:
+    """(kind, text): "slower by x % [lo, hi]", "faster by ...", "equivalent
+    within +-m %" (the whole interval inside +-margin_pct; m is its larger
+    bound), else "inconclusive (CI +-y %)"."""
+    if not e.judged:
+        return INCONCLUSIVE, f"inconclusive: {e.why}"
+    lo, mid, hi = pct(e.low), pct(e.estimate), pct(e.high)
+    excludes = e.low > 0 or e.high < 0
+    if p_adjusted < alpha and excludes:
+        kind = FASTER if e.estimate > 0 else SLOWER
+        return kind, f"{kind} by {abs(mid):.1f} % [{lo:+.1f}, {hi:+.1f}]"
+    m = max(abs(lo), abs(hi))
+    if m <= margin_pct:
+        return EQUIVALENT, f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
+    return INCONCLUSIVE, f"inconclusive (CI +-{e.half_width_pct:.1f} %)"
