@@ -5,8 +5,9 @@ docs/validity.md tabulates, per (arch, CPU model, vCPUs, workload[, impl]):
 
 * within-boot CV (median over cells of the median over boots of the CV of one
   boot's reps) and between-boot CV (CV of the boots' medians);
-* A/A false positives: copy 1 vs copy 0 with boots pooled, consecutive boots
-  of one cell, and copy 1 vs copy 0 in each boot alone (``stats.aa_control``);
+* A/A false positives: copy 1 vs copy 0 (paired blocks, ``stats.aa_control``),
+  consecutive boots of one cell on raw throughput (:func:`raw_boot_aa`), and
+  copy 1 vs copy 0 in each boot alone;
 * the minimum detectable effect at 80 % power for one boot and pooled;
 * window drift: median of throughput / (its entry's boot median) by position
   in the boot's run order, in buckets of ``width`` windows: a warm-up or a
@@ -75,8 +76,9 @@ def _tally(results) -> dict:
 def aa_table(samples, *, n_resamples=500) -> dict:
     """kind -> {(arch, cpu, workload): [significant, judged]} for the kinds
     'copy' (boots pooled), 'boot' (consecutive boots) and 'copy, one boot'."""
-    aa = stats.aa_control(samples, n_resamples=n_resamples)
-    out = {kind: _tally(r for r in aa.results if r.kind == kind) for kind in ("copy", "boot")}
+    aa = stats.aa_control(samples, n_resamples=n_resamples, boots=False)
+    out = {"copy": _tally(r for r in aa.results if r.kind == "copy"),
+           "boot": _tally(raw_boot_aa(samples, n_resamples=n_resamples))}
     by_run = defaultdict(list)
     for s in samples:
         by_run[s["run_id"]].append(s)
@@ -84,6 +86,29 @@ def aa_table(samples, *, n_resamples=500) -> dict:
     for rid in sorted(by_run):
         one += stats.aa_control(by_run[rid], boots=False, n_resamples=n_resamples).results
     out["copy, one boot"] = _tally(one)
+    return out
+
+
+def raw_boot_aa(samples, *, alpha=stats.ALPHA, n_resamples=500) -> list:
+    """Consecutive boots of one cell and variant (copy 0) compared on their raw
+    windows (Mann-Whitney, ``stats.compare_samples``): the boot-to-boot spread
+    of absolute throughput, which is why kernel builds are compared through an
+    in-boot reference (stats.boot_values) and never on raw throughput."""
+    runs = defaultdict(lambda: defaultdict(list))
+    order = {}
+    for s in samples:
+        if s["copy"] == 0:
+            runs[(stats.Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
+            order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
+    out = []
+    for i, ((cell, variant), d) in enumerate(sorted(runs.items())):
+        ids = sorted(d, key=lambda r: order[r])
+        for k, (r0, r1) in enumerate(zip(ids, ids[1:])):
+            t = stats.compare_samples(d[r1], d[r0], n_resamples=n_resamples,
+                                      seed=[1000 + i, k], alpha=alpha)
+            r = stats.AAResult("boot", cell, variant, t, f"run {r1} vs {r0}")
+            r.significant = t.judged and t.p_value < alpha and (t.ratio_low > 1 or t.ratio_high < 1)
+            out.append(r)
     return out
 
 

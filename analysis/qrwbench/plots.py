@@ -179,7 +179,8 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
         if c.test.judged:
             groups[(c.cell.arch, c.cell.accel, c.cell.cpu_model, c.cell.workload)].append(c)
     written = []
-    colors = {stats.FASTER: "tab:green", stats.SLOWER: "tab:red"}
+    colors = {stats.effects.FASTER: "tab:green", stats.effects.SLOWER: "tab:red",
+              stats.effects.EQUIVALENT: "tab:blue"}
     for key, comps in sorted(groups.items()):
         comps.sort(key=lambda c: (c.cell, _variant_key(c.variant)))
         for start in range(0, len(comps), 40):
@@ -192,7 +193,7 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
             err = np.array([[c.test.ratio - c.test.ratio_low for c in chunk],
                             [c.test.ratio_high - c.test.ratio for c in chunk]])
             bars = ax.barh(y, r - 1.0, left=1.0, xerr=err, capsize=3,
-                           color=[colors.get(c.verdict, "tab:gray") for c in chunk])
+                           color=[colors.get(c.kind, "tab:gray") for c in chunk])
             for bar, c in zip(bars, chunk):
                 if c.identical_code:
                     bar.set_hatch("//")
@@ -210,8 +211,8 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
                 labels.append(lab[:90])
             ax.set_yticks(y, labels, fontsize=7)
             ax.axvline(1.0, color="black", linewidth=0.8)
-            ax.set_xlabel("throughput ratio to baseline (median, 95% bootstrap CI)\n"
-                          "green faster, red slower, gray no significant difference; "
+            ax.set_xlabel("throughput ratio to baseline (paired blocks or normalized boots, 95% CI)\n"
+                          "green faster, red slower, blue equivalent, gray inconclusive; "
                           "hatched: identical code", fontsize=8)
             ax.set_title(" / ".join(key) + (f"\n{fixed}" if fixed else ""), fontsize=9)
             ax.invert_yaxis()

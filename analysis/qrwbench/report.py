@@ -154,28 +154,43 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
 def _aa_table(aa: stats.AAReport) -> tables.Table:
     rows = []
     for r in aa.results:
-        t = r.test
-        rows.append([r.kind, r.cell.label(), r.variant, r.what, f"{t.n_a}/{t.n_b}",
+        t, e = r.test, r.effect
+        if r.kind == "inject":
+            result = ("detected" if r.significant and e.estimate < 0 else "MISSED")
+        else:
+            result = "FALSE POSITIVE" if r.significant else "ok"
+        rows.append([r.kind, r.cell.label(), r.variant, r.what,
+                     f"{t.n_a} blocks" if t.unit == "block" else f"{t.n_a}+{t.n_b} boots",
                      f"{tables.fmt_ratio(t.ratio)} [{tables.fmt_ratio(t.ratio_low)}, "
                      f"{tables.fmt_ratio(t.ratio_high)}]" if t.judged else "-",
                      tables.fmt_p(t.p_value),
-                     tables.fmt_mde(t.mde) if t.judged else "-",
-                     ("FALSE POSITIVE" if r.significant else "ok") if t.judged
-                     else f"not judged: {t.why}"])
+                     result if t.judged else f"not judged: {t.why}"])
     return tables.Table(["kind", "cell", "variant", "compared", "n", "ratio [95% CI]",
-                         "p (raw)", "MDE@80%", "result"], rows, "A/A control")
+                         "p (raw)", "result"], rows,
+                        "Calibration: A/A (copy, boot) and the injected barrier")
 
 
 def _aa_summary(aa: stats.AAReport) -> str:
     if not aa.n_judged:
         return (f"A/A control: none of {len(aa.results)} A/A comparisons (copy 1 vs "
-                "copy 0, boot vs boot) had enough samples to reach alpha; the "
-                "false-positive rate is unknown.")
-    skipped = len(aa.results) - aa.n_judged
+                "copy 0, halves of a kernel's boots) had enough blocks or boots to judge; "
+                "the false-positive rate is unknown.")
+    skipped = sum(1 for r in aa.results if r.kind != "inject") - aa.n_judged
     return (f"A/A control: {aa.n_significant} of {aa.n_judged} A/A comparisons "
             f"significant at alpha {aa.alpha:g} (rate {aa.rate:.1%}; one-sided binomial "
             f"test of rate > alpha: p = {aa.p_rate_above_alpha:.2g})"
-            + (f"; {skipped} more had too few samples to judge." if skipped else "."))
+            + (f"; {skipped} more had too few blocks or boots to judge." if skipped else "."))
+
+
+def summary_lines(cset: stats.ComparisonSet, aa: stats.AAReport) -> list[str]:
+    """The two machine-readable lines (end of make bench, top of the report),
+    and a CALIBRATION FAILED line when the calibration does not hold."""
+    out = [cset.summary_line(), stats.calibration_line(aa)]
+    failed = stats.calibration_failed(aa)
+    if failed:
+        out.append("CALIBRATION FAILED: " + "; ".join(failed) +
+                   ": treat the verdicts with care")
+    return out
 
 
 def _noise_table(noise) -> tables.Table:
@@ -429,20 +444,26 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
                           "in-module change", "in-module verdict", "agree"], a.agreement,
                          "rwlock: kernel builds vs in-module copies")
     corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[a.cset.correction]
-    method = (f"Per cell, each variant's median throughput (ops/s; rwlock: lock+unlock "
-              f"pairs) with a 95% percentile-bootstrap CI; the ratio of medians to the "
-              f"baseline ({', '.join(f'{w}: {v}' for w, v in sorted(a.cset.baselines.items()))})"
-              f" with a 95% bootstrap CI; two-sided Mann-Whitney U, {corr}-adjusted over "
-              f"all {len(a.cset.comparisons)} comparisons; verdict faster/slower only when "
-              f"adjusted p < {a.cset.alpha:g} and the ratio CI excludes 1. Cliff's delta "
-              "is the rank effect size. MDE@80%: smallest change detectable with 80% power "
-              "given the observed CVs (normal approximation, Mann-Whitney efficiency 3/pi).")
-
+    method = (f"Each variant against the baseline "
+              f"({', '.join(f'{w}: {v}' for w, v in sorted(a.cset.baselines.items()))}). "
+              "In-boot comparisons (orderings, module copies): the geometric mean of the "
+              "block ratios (a block is one rep of one boot, its entries run back to back), "
+              "95% t interval on a hierarchical-bootstrap SE (boots, then blocks). Kernel "
+              "builds (different boots): one value per boot, the kernel rwlock's block ratio "
+              "to the module's acqrel copy in the same boot, compared with Welch's t. "
+              f"{corr}-adjusted per arch/accelerator/CPU model/workload, alpha "
+              f"{a.cset.alpha:g}. Verdicts: slower/faster by x % [CI] when significant; "
+              "equivalent within +-m % when the whole CI lies inside the margin "
+              f"(+-{stats.MARGIN_PCT['in-boot']:g} % in-boot, +-{stats.MARGIN_PCT['kernel']:g} % "
+              "kernel builds; m is the CI's larger bound); else inconclusive with the CI's "
+              "half-width. Median throughputs: 95% percentile-bootstrap CIs of the windows.")
+    top = summary_lines(a.cset, a.aa)
     e = html.escape
     body = [f"<h1>qrwbench report: {e(a.selection.label)}</h1>",
             f"<p>{len(a.selection.samples)} samples from "
-            f"{len({s['run_id'] for s in a.selection.samples})} ok runs.</p>",
-            "<h2>Caveats</h2>"]
+            f"{len({s['run_id'] for s in a.selection.samples})} ok runs.</p>"]
+    body += [f'<pre class="summary">{e(l)}</pre>' for l in top]
+    body += ["<h2>Caveats</h2>"]
     body += [f'<div class="caveat">{e(c)}</div>' for c in a.caveats] or ["<p>none</p>"]
     body += ["<h2>Comparisons</h2>", f"<p>{e(method)}</p>", comp.html()]
     if a.agreement:
@@ -463,7 +484,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
         "\n</body></html>\n", encoding="utf-8")
 
     md = [f"# qrwbench report: {a.selection.label}", "",
-          f"{len(a.selection.samples)} samples; see index.html for plots.", "",
+          f"{len(a.selection.samples)} samples; see index.html for plots.", ""] + \
+        [f"    {l}" for l in top] + ["",
           "## Caveats", ""] + [f"- {c}" for c in a.caveats] + [
           "", "## Comparisons", "", method, "", comp.markdown(), ""]
     if a.agreement:
@@ -534,7 +556,7 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples,
                                identical=audit.is_identical if audit else None)
-    aa = stats.aa_control(samples, alpha=alpha, n_resamples=n_resamples, boots=False)
+    aa = stats.aa_control(samples, alpha=alpha, n_resamples=n_resamples)
     failed = [r for r in sel.runs if r["status"] == "failed"]
     text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
     text += "\n" + _aa_summary(aa)
@@ -544,7 +566,9 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
     if failed:
         text += f"\n{len(failed)} failed runs are not in the statistics:"
         text += "".join(f"\n  {r['run_id']}: {r['reason']}" for r in failed[:20])
-    return text
+    # last: the lines tools read (CALIBRATION FAILED, when it is, just before them)
+    lines = summary_lines(cset, aa)
+    return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])
 
 
 def comparison_text(conn, *, rig_commit: str | None = None, **kw) -> str:

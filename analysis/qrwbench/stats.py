@@ -42,6 +42,7 @@ import numpy as np
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from . import effects
 from .errors import QrwbenchError
 
 DEFAULT_BASELINES = {"rwlock": "acqrel", "atomics": "full"}
@@ -303,6 +304,7 @@ def adjust(pvalues, *, alpha=ALPHA, correction="holm") -> np.ndarray:
 
 
 def verdict(t: Test, p_adjusted: float, *, alpha=ALPHA, min_effect=0.0) -> str:
+    """Window-level verdict of :func:`compare_samples` (regress, noise)."""
     if not t.judged:
         return f"could not judge: {t.why}"
     excludes_one = t.ratio_low > 1.0 or t.ratio_high < 1.0
@@ -312,6 +314,12 @@ def verdict(t: Test, p_adjusted: float, *, alpha=ALPHA, min_effect=0.0) -> str:
 
 
 # ---------------------------------------------------------- matrix compare
+
+# Precision targets (CI half-width, percent) and equivalence margins: an
+# in-boot comparison (paired blocks) and a kernel-build one (boots).
+TARGET_PCT = {"in-boot": 2.0, "kernel": 5.0}
+MARGIN_PCT = {"in-boot": 4.0, "kernel": 10.0}
+
 
 @dataclass
 class Comparison:
@@ -324,6 +332,18 @@ class Comparison:
     p_adjusted: float = math.nan
     verdict: str = ""
     identical_code: bool = False
+    effect: effects.Effect | None = None
+    kind: str = effects.INCONCLUSIVE      # slower, faster, equivalent, inconclusive
+    level: str = "in-boot"                # or "kernel" (kernel builds: boots compared)
+
+    @property
+    def family(self) -> tuple:
+        """Multiple-comparison family: one arch, accelerator, CPU model and workload."""
+        return (self.cell.arch, self.cell.accel, self.cell.cpu_model, self.cell.workload)
+
+    @property
+    def judged(self) -> bool:
+        return self.kind in effects.JUDGED
 
 
 @dataclass
@@ -333,6 +353,30 @@ class ComparisonSet:
     alpha: float = ALPHA
     correction: str = "holm"
     baselines: dict = field(default_factory=dict)
+
+    def counts(self) -> dict:
+        n = {k: 0 for k in (*effects.JUDGED, effects.INCONCLUSIVE)}
+        for c in self.comparisons:
+            n[c.kind] += 1
+        return n
+
+    def median_half_width(self, level: str) -> float:
+        hw = [c.effect.half_width_pct for c in self.comparisons
+              if c.level == level and c.effect is not None and c.effect.judged]
+        return float(np.median(hw)) if hw else math.nan
+
+    def summary_line(self) -> str:
+        n = self.counts()
+        judged = sum(n[k] for k in effects.JUDGED)
+        return (f"comparisons: {judged} judged of {len(self.comparisons)} (slower "
+                f"{n[effects.SLOWER]}, faster {n[effects.FASTER]}, equivalent "
+                f"{n[effects.EQUIVALENT]}, inconclusive {n[effects.INCONCLUSIVE]}); median CI "
+                f"half-width in-boot {_pct_text(self.median_half_width('in-boot'))}, kernel "
+                f"builds {_pct_text(self.median_half_width('kernel'))}")
+
+
+def _pct_text(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.1f} %"
 
 
 def parse_baselines(specs) -> dict:
@@ -346,22 +390,73 @@ def parse_baselines(specs) -> dict:
     return out
 
 
+def group_reps(samples, *, copy: int | None = 0) -> dict:
+    """{cell: {variant: {run_id: {rep: throughput}}}} over ``copy`` (a block is
+    one rep of one run)."""
+    out: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    for s in samples:
+        if copy is None or s["copy"] == copy:
+            out[Cell.of(s)][s["variant"]][s["run_id"]][s["rep"]] = float(s["throughput"])
+    return out
+
+
+REFERENCE = ("module", "acqrel")      # the in-boot reference of the kernel's rwlock
+
+
+def boot_values(runs: dict, ref_runs: dict | None) -> tuple[list[float], bool]:
+    """One value per boot for comparisons across boots: the mean block log
+    ratio to the in-boot reference (normalized), or, where a boot has no
+    reference, the mean log throughput of its blocks (not normalized)."""
+    vals, normalized = [], True
+    for run in sorted(runs):
+        g = effects.block_log_ratios({run: runs[run]}, {run: ref_runs[run]}) \
+            if ref_runs and run in ref_runs else []
+        if g:
+            vals.append(float(g[0].mean()))
+        else:
+            normalized = False
+            x = [v for v in runs[run].values() if v > 0]
+            if x:
+                vals.append(float(np.mean(np.log(x))))
+    return vals, normalized
+
+
+def _effect_test(e: effects.Effect, unit: str, a_sum: Summary, b_sum: Summary) -> Test:
+    t = Test(n_a=e.n_blocks if unit == "block" else e.n_boots[0],
+             n_b=e.n_blocks if unit == "block" else e.n_boots[1],
+             median_a=a_sum.median, median_b=b_sum.median, unit=unit,
+             judged=e.judged, why=e.why, p_value=e.p_value)
+    if e.judged:
+        t.ratio, t.ratio_low, t.ratio_high = (math.exp(e.estimate), math.exp(e.low),
+                                              math.exp(e.high))
+    return t
+
+
 def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
                   min_effect=0.0, copy=0, confidence=CONFIDENCE,
-                  n_resamples=N_RESAMPLES, seed=0, identical=None) -> ComparisonSet:
+                  n_resamples=N_RESAMPLES, seed=0, identical=None,
+                  margins=None) -> ComparisonSet:
     """Every variant against its workload's baseline, in every cell of ``samples``.
 
-    ``identical(cell, a, b) -> bool`` (from the audit) marks pairs whose code is
-    identical. Raises :class:`QrwbenchError` for an empty selection or when a
-    workload's baseline variant has no samples at all.
+    Variants measured in the same boots are compared block by block
+    (:func:`effects.paired`); kernel builds, measured in different boots, one
+    normalized value per boot (:func:`boot_values`, :func:`effects.boots`).
+    Holm (or BH) runs per family (:attr:`Comparison.family`). Verdicts: slower
+    / faster by x % [CI], equivalent within +-m % (the CI inside
+    ``margins[level]``), else inconclusive. ``identical(cell, a, b) -> bool``
+    (from the audit) marks pairs whose code is identical. Raises
+    :class:`QrwbenchError` for an empty selection or when a workload's
+    baseline variant has no samples at all.
     """
     baselines = dict(DEFAULT_BASELINES if baselines is None else baselines)
+    margins = {**MARGIN_PCT, **(margins or {})}
     if correction not in CORRECTIONS:
         raise QrwbenchError(f"unknown correction {correction!r} (use holm or bh)")
     samples = list(samples)
     if not samples:
         raise QrwbenchError("empty selection: no samples match")
-    groups = group_runs(samples, copy=copy)
+    groups = group_reps(samples, copy=copy)
+    windows = group_runs(samples, copy=copy)
     if not groups:
         raise QrwbenchError(f"empty selection: no samples of copy {copy}")
     by_workload = defaultdict(set)
@@ -384,44 +479,69 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
             skipped.append((cell, f"no {base} samples (variants present: "
                                   f"{', '.join(sorted(variants))})"))
             continue
-        base_sums = {}
+        ref_cell = cell.replace(impl=REFERENCE[0])
+        ref = groups.get(ref_cell, {}).get(REFERENCE[1]) if cell.impl == "kernel" else None
+        base_sum = summarize(pooled(windows[cell][base]), confidence=confidence,
+                             n_resamples=n_resamples, seed=[seed, i, 0])
         for j, variant in enumerate(sorted(variants)):
             if variant == base:
                 continue
-            a, b, unit = units_for(variants[variant], variants[base])
-            if unit not in base_sums:
-                base_sums[unit] = summarize(b, confidence=confidence,
-                                            n_resamples=n_resamples, seed=[seed, i, 0])
-            t = compare_samples(a, b, confidence=confidence,
-                                n_resamples=n_resamples, seed=[seed, i, j + 1],
-                                alpha=alpha, unit=unit)
+            a, b = variants[variant], variants[base]
+            if set(a).isdisjoint(b):
+                va, na = boot_values(a, ref)
+                vb, nb = boot_values(b, ref)
+                e = effects.boots(va, vb, confidence=confidence)
+                if not (na and nb):
+                    e.method = "boots (not normalized: no in-boot reference)"
+                level, unit = "kernel", "boot"
+            else:
+                e = effects.paired(effects.block_log_ratios(a, b), confidence=confidence,
+                                   n_resamples=n_resamples, seed=[seed, i, j])
+                level, unit = "in-boot", "block"
+            a_sum = summarize(pooled(windows[cell][variant]), confidence=confidence,
+                              n_resamples=n_resamples, seed=[seed, i, j + 1])
             comps.append(Comparison(
-                cell=cell, variant=variant, baseline=base, test=t,
-                summary=summarize(a, confidence=confidence,
-                                  n_resamples=n_resamples, seed=[seed, i, j + 1, 0]),
-                base_summary=base_sums[unit],
+                cell=cell, variant=variant, baseline=base,
+                test=_effect_test(e, unit, a_sum, base_sum), summary=a_sum,
+                base_summary=base_sum, effect=e, level=level,
                 identical_code=bool(identical and identical(cell, variant, base))))
         if len(variants) == 1:
             skipped.append((cell, f"only the baseline {base} was measured"))
-    judged = [c for c in comps if c.test.judged]
-    for c, p in zip(judged, adjust([c.test.p_value for c in judged], alpha=alpha,
-                                   correction=correction)):
-        c.p_adjusted = float(p)
-    for c in comps:
-        c.verdict = verdict(c.test, c.p_adjusted, alpha=alpha, min_effect=min_effect)
+    judge(comps, alpha=alpha, correction=correction, min_effect=min_effect, margins=margins)
     return ComparisonSet(comps, skipped, alpha, correction, baselines)
+
+
+def judge(comps: list[Comparison], *, alpha=ALPHA, correction="holm", min_effect=0.0,
+          margins=None) -> None:
+    """Adjusted p per family, then each comparison's kind and verdict text."""
+    margins = {**MARGIN_PCT, **(margins or {})}
+    families = defaultdict(list)
+    for c in comps:
+        if c.effect is not None and c.effect.judged:
+            families[c.family].append(c)
+    for fam in families.values():
+        for c, p in zip(fam, adjust([c.effect.p_value for c in fam], alpha=alpha,
+                                    correction=correction)):
+            c.p_adjusted = float(p)
+    for c in comps:
+        p = c.p_adjusted
+        if c.effect is not None and c.effect.judged and abs(c.test.pct_change) < min_effect * 100:
+            p = 1.0         # smaller than the smallest change worth calling
+        c.kind, c.verdict = effects.verdict(c.effect, p, alpha=alpha,
+                                            margin_pct=margins[c.level])
 
 
 # ---------------------------------------------------------- A/A control
 
 @dataclass
 class AAResult:
-    kind: str            # 'copy' (copy 1 vs copy 0, same boots) or 'boot' (run vs run)
+    kind: str            # 'copy' (copy 1 vs 0), 'boot' (boots of one kernel), 'inject'
     cell: Cell
     variant: str
     test: Test
-    what: str            # e.g. 'copy 1 vs copy 0' or 'run X vs run Y'
+    what: str            # e.g. 'copy 1 vs copy 0' or 'boots 2 vs 2 (alternating)'
     significant: bool = False
+    effect: effects.Effect | None = None
 
 
 @dataclass
@@ -434,49 +554,94 @@ class AAReport:
     p_rate_above_alpha: float  # one-sided binomial test of rate > alpha
 
 
+def _injected(cell: Cell) -> bool:
+    """Copy 1 of this cell adds one smp_mb() per op (module parameter aa_inject_mb)."""
+    return bool(cell.params_dict().get("aa_inject_mb"))
+
+
 def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
                n_resamples=N_RESAMPLES, seed=1, boots=True) -> AAReport:
-    """A/A comparisons: copy 1 vs copy 0 of the same op/variant, and, with
-    ``boots``, consecutive boots (runs) of the same cell and variant (copy 0).
+    """Calibration: A/A comparisons, and the injected barrier.
 
-    A comparison counts as a false positive when its raw Mann-Whitney p is
-    below ``alpha`` and its ratio CI excludes 1: the per-comparison error rate,
-    which should be at or below alpha when the harness adds no bias. Pairs too
-    small for any p below alpha (3 vs 3) are not judged (``compare_samples``):
-    they would count as "no false positive" without testing anything.
+    * copy: copy 1 against copy 0 of the same op, ordering and cell, block by
+      block (:func:`effects.paired`); the two copies are the same code
+      compiled twice, so a significant difference is a false positive.
+    * boot (with ``boots``): the kernel-build machinery on boots of one
+      kernel: a cell's boots split in two halves (alternating, in run order),
+      the halves' normalized per-boot values (:func:`boot_values`) compared
+      with :func:`effects.boots` (needs four boots).
+    * inject: in cells with ``aa_inject_mb=1`` copy 1 adds one ``smp_mb()``
+      per op; each such comparison should be detected (slower).
+
+    A comparison is significant when its p is below ``alpha`` and its CI
+    excludes 0: the per-comparison error rate, which should be at or below
+    alpha for the A/A kinds.
     """
     samples = list(samples)
     results = []
-    copies = defaultdict(lambda: defaultdict(list))
+    per_copy = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     for s in samples:
-        copies[(Cell.of(s), s["variant"])][s["copy"]].append(float(s["throughput"]))
-    for i, ((cell, variant), d) in enumerate(sorted(copies.items())):
+        per_copy[(Cell.of(s), s["variant"])][s["copy"]][s["run_id"]][s["rep"]] = float(s["throughput"])
+    for i, ((cell, variant), d) in enumerate(sorted(per_copy.items())):
         if 0 in d and 1 in d:
-            t = compare_samples(d[1], d[0], confidence=confidence,
-                                n_resamples=n_resamples, seed=[seed, i], alpha=alpha)
-            results.append(AAResult("copy", cell, variant, t, "copy 1 vs copy 0"))
+            e = effects.paired(effects.block_log_ratios(d[1], d[0]), confidence=confidence,
+                               n_resamples=n_resamples, seed=[seed, i])
+            kind = "inject" if _injected(cell) else "copy"
+            results.append(AAResult(kind, cell, variant, _effect_test(
+                e, "block", _NO_SUMMARY, _NO_SUMMARY), "copy 1 vs copy 0", effect=e))
     if boots:
-        runs = defaultdict(lambda: defaultdict(list))
         order = {}
         for s in samples:
-            if s["copy"] == 0:
-                runs[(Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
-                order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
-        for i, ((cell, variant), d) in enumerate(sorted(runs.items())):
-            ids = sorted(d, key=lambda r: order[r])
-            for k, (r0, r1) in enumerate(zip(ids, ids[1:])):
-                t = compare_samples(d[r1], d[r0], confidence=confidence,
-                                    n_resamples=n_resamples, seed=[seed, 1000 + i, k],
-                                    alpha=alpha)
-                results.append(AAResult("boot", cell, variant, t, f"run {r1} vs {r0}"))
-    judged = [r for r in results if r.test.judged]
-    for r in judged:
-        t = r.test
-        r.significant = t.p_value < alpha and (t.ratio_low > 1.0 or t.ratio_high < 1.0)
+            order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
+        reps0 = group_reps(samples, copy=0)
+        for i, (cell, variants) in enumerate(sorted(reps0.items())):
+            if cell.impl != "kernel":
+                continue
+            ref = reps0.get(cell.replace(impl=REFERENCE[0]), {}).get(REFERENCE[1])
+            for variant, runs in sorted(variants.items()):
+                ids = sorted(runs, key=lambda r: order[r])
+                if len(ids) < 4:
+                    continue
+                va, _ = boot_values({r: runs[r] for r in ids[0::2]}, ref)
+                vb, _ = boot_values({r: runs[r] for r in ids[1::2]}, ref)
+                e = effects.boots(va, vb, confidence=confidence)
+                results.append(AAResult("boot", cell, variant, _effect_test(
+                    e, "boot", _NO_SUMMARY, _NO_SUMMARY),
+                    f"boots {len(va)} vs {len(vb)} (alternating)", effect=e))
+    for r in results:
+        e = r.effect
+        r.significant = e.judged and e.p_value < alpha and (e.low > 0 or e.high < 0)
+    judged = [r for r in results if r.test.judged and r.kind != "inject"]
     k = sum(r.significant for r in judged)
     n = len(judged)
     p_above = float(sps.binomtest(k, n, alpha, alternative="greater").pvalue) if n else math.nan
     return AAReport(results, alpha, n, k, k / n if n else math.nan, p_above)
+
+
+_NO_SUMMARY = Summary(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
+
+
+def calibration_line(aa: AAReport) -> str:
+    """The second line `make bench` ends with (report.md and index.html too)."""
+    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
+    hit = sum(1 for r in inj if r.significant and r.effect.estimate < 0)
+    return (f"calibration: A/A {aa.n_significant} of {aa.n_judged} significant at alpha "
+            f"{aa.alpha:g}; injected barrier detected {hit} of {len(inj)}")
+
+
+def calibration_failed(aa: AAReport) -> list[str]:
+    """Why the calibration fails (empty when it holds): A/A false positives
+    above alpha (binomial test), or an injected barrier missed in more than
+    5 % of the cells where it was measured."""
+    out = []
+    if aa.n_judged and aa.p_rate_above_alpha < 0.05:
+        out.append(f"A/A false positives {aa.n_significant} of {aa.n_judged} "
+                   f"({aa.rate:.0%}) exceed alpha {aa.alpha:g}")
+    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
+    hit = sum(1 for r in inj if r.significant and r.effect.estimate < 0)
+    if inj and hit < 0.95 * len(inj):
+        out.append(f"the injected barrier was detected in only {hit} of {len(inj)} cells")
+    return out
 
 
 # ------------------------------------------------------------ noise, fairness

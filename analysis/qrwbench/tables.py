@@ -80,34 +80,35 @@ class Table:
 
 
 def _n(n: int, unit: str) -> str:
-    """The n column: windows are counted bare, boots say so."""
+    """The n column: windows and blocks are counted bare, boots say so."""
     return f"{n} boot{'s' if n != 1 else ''}" if unit == "boot" else str(n)
 
 
 def comparison_table(cset, *, title: str = "") -> Table:
     """One row per (cell, variant) of a :class:`qrwbench.stats.ComparisonSet`,
-    preceded by the cell's baseline row."""
+    preceded by the cell's baseline row. n: paired blocks (in-boot) or boots
+    per side (kernel builds)."""
     headers = ["cell", "variant", "n", "median Mops/s [95% CI]",
-               "ratio to baseline [95% CI]", "change", "p (adj)", "Cliff's d",
-               "MDE@80%", "verdict"]
+               "ratio to baseline [95% CI]", "change", "CI +-", "p (adj, family)", "verdict"]
     rows = []
     last = None
     for c in sorted(cset.comparisons, key=lambda c: (c.cell, c.variant)):
         if c.cell != last:
             b = c.base_summary
-            rows.append([c.cell.label(), f"{c.baseline} (baseline)", _n(b.n, c.test.unit),
+            rows.append([c.cell.label(), f"{c.baseline} (baseline)", _n(b.n, "window"),
                          f"{fmt_rate(b.median)} [{fmt_rate(b.ci_low)}, {fmt_rate(b.ci_high)}]",
-                         "1", "", "", "", "", ""])
+                         "1", "", "", "", ""])
             last = c.cell
-        s, t = c.summary, c.test
+        s, t, e = c.summary, c.test, c.effect
         ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
                  if t.judged else "-")
+        n = (f"{t.n_a} blocks" if t.unit == "block" else f"{t.n_a}+{t.n_b} boots")
         verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else "")
-        rows.append(["", c.variant, _n(s.n, t.unit),
+        rows.append(["", c.variant, n,
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
                      ratio, fmt_pct(t.pct_change) if t.judged else "-",
-                     fmt_p(c.p_adjusted), fmt_ratio(t.cliffs_delta) if t.judged else "-",
-                     fmt_mde(t.mde) if t.judged else "-", verdict])
+                     f"{e.half_width_pct:.1f} %" if e is not None and e.judged else "-",
+                     fmt_p(c.p_adjusted), verdict])
     return Table(headers, rows, title)
 
 
@@ -116,8 +117,10 @@ def text_comparison(cset, *, header: str = "") -> str:
     corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[cset.correction]
     base = ", ".join(f"{w}: {v}" for w, v in sorted(cset.baselines.items()))
     lines = [header] if header else []
-    lines.append(f"baselines ({base}); Mann-Whitney U, {corr}-adjusted, alpha "
-                 f"{cset.alpha:g}; ratio CIs: 95% bootstrap of the ratio of medians")
+    lines.append(f"baselines ({base}); in-boot: geometric mean of paired block ratios, "
+                 "t interval on a hierarchical-bootstrap SE; kernel builds: one normalized "
+                 f"value per boot, Welch t; {corr}-adjusted per arch/accel/CPU/workload, alpha "
+                 f"{cset.alpha:g}")
     lines.append(comparison_table(cset).text())
     for cell, why in cset.skipped:
         lines.append(f"not compared: {cell.label()}: {why}")

@@ -68,7 +68,8 @@ def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
         assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" \
             in text
         assert "rig commit 222222222222" in text
-        assert "faster" in text and "slower" in text and "no significant difference" in text
+        assert "faster by" in text and "slower by" in text and "equivalent within +-" in text
+        assert "comparisons: " in text and "judged of" in text and "calibration: A/A" in text
         assert tables.IDENTICAL not in text
     assert "a1-broken" in html and "no end marker" in html
     assert "overcommitted" in html
