@@ -14,8 +14,10 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
 import platform
+import random
 import shlex
 import shutil
 import signal
@@ -24,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
+from . import kvm, matrix, outputs, perf, planner, provenance, qemu, stats, store, targets
 from . import pin as pinmod
 from .errors import ArgParser, db_error
 from .targets import TOP, InputError
@@ -308,22 +310,36 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     rig = provenance.rig_state()
     nonce = hashlib.sha256(str(time.time()).encode()).hexdigest()[:8] if fresh else ""
     conn = store.connect(db)
+    plan = planner.Plan({"in-boot": m.target_pct, "kernel": m.kernel_target_pct},
+                        m.max_boots, m.budget_min * 60.0 if m.budget_min else math.inf)
+    by_key = {c.key(): c for c in cells}
+    run_cell: dict = {}
     failures, done, skipped = [], 0, 0
     t0 = time.monotonic()
-    print(f"bench: {len(boots)} boots of {len(cells)} cells from {m.path} "
-          f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {runs}")
-    for i, b in enumerate(boots, 1):
+    print(f"bench: {len(boots)} first boots of {len(cells)} cells from {m.path} "
+          f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {runs}"
+          + (f"; then more boots per cell (up to {m.max_boots}) until the CIs reach "
+             f"+-{m.target_pct:g} % in-boot and +-{m.kernel_target_pct:g} % kernel builds"
+             + (f", within {m.budget_min} min" if m.budget_min else "")
+             if m.max_boots > m.boots else ""))
+
+    def one(b: matrix.Boot, tag: str) -> None:
+        nonlocal done, skipped
         rid = run_id(b, rig, nonce, m.pin)
         rdir = runs / rid
+        st_plan = plan.state(b.cell.key())
+        st_plan.boots += 1
+        run_cell[rid] = b.cell.key()
         if not fresh and store.has_run(conn, rid):
             skipped += 1
-            continue
+            return
         measured = done + len(failures)
         eta = ""
-        if measured:
+        if measured and tag.startswith("["):
             per = (time.monotonic() - t0) / measured
-            eta = f" ETA {int(per * (len(boots) - i + 1)) // 60}:{int(per * (len(boots) - i + 1)) % 60:02d}"
-        print(f"[{i}/{len(boots)}]{eta} {b.cell.label()} boot {b.index + 1}/{m.boots} "
+            left = int(per * (len(boots) - int(tag[1:].split("/")[0]) + 1))
+            eta = f" ETA {left // 60}:{left % 60:02d}"
+        print(f"{tag}{eta} {b.cell.label()} boot {b.index + 1} "
               f"(console: {rdir / 'console.log'})", flush=True)
         st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb,
                       verdicts.get(b.cell.arch, NOT_ASKED), pin=m.pin)
@@ -331,10 +347,45 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         if st["status"] == "ok":
             done += 1
         else:
+            st_plan.failed += 1
             failures.append((rid, st["reason"]))
             print(f"  FAILED: {st['reason']}", flush=True)
+
+    for i, b in enumerate(boots, 1):
+        one(b, f"[{i}/{len(boots)}]")
+    rnd = 0
+    while m.max_boots > m.boots:
+        samples = store.load_samples(conn, run_ids=list(run_cell))
+        if not samples:
+            break
+        cset = stats.compare_cells(samples, n_resamples=300, seed=rnd)
+        keys = planner.next_round(plan, cset, run_cell)
+        if not keys:
+            break
+        rnd += 1
+        random.Random(f"{m.seed}:{rnd}").shuffle(keys)
+        elapsed = time.monotonic() - t0
+        per = elapsed / max(1, done + len(failures) + skipped)
+        print(f"bench: round {rnd}: {len(keys)} cells need more boots "
+              f"({cset.summary_line()}); {elapsed / 60:.1f} min spent"
+              + (f" of {m.budget_min}" if m.budget_min else ""), flush=True)
+        for k, key in enumerate(keys, 1):
+            if time.monotonic() - t0 + per > plan.budget_s:
+                for rest in keys[k - 1:]:
+                    plan.cells[rest].ended_by = planner.BUDGET
+                break
+            one(matrix.boot(m, by_key[key], plan.cells[key].boots), f"round {rnd} [{k}/{len(keys)}]")
+        else:
+            continue
+        break
+    ends = planner.ended_by_counts(plan)
+    store.save_plan(conn, rig["rig_commit"],
+                    {k: (st.boots, st.failed, st.ended_by or planner.TARGET)
+                     for k, st in plan.cells.items()})
     print(f"bench: {done} runs ok, {len(failures)} failed, {skipped} already done "
           f"in {time.monotonic() - t0:.0f} s; results in {db}")
+    if m.max_boots > m.boots:
+        print("bench: cells ended by " + ", ".join(f"{k} {n}" for k, n in sorted(ends.items())))
     for rid, why in failures:
         print(f"  failed: {rid}: {why}")
     if summary:

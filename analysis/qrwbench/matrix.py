@@ -7,6 +7,7 @@ column.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -20,7 +21,8 @@ from . import targets
 from .targets import TOP, InputError
 
 RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool,
-            "pin": bool}
+            "pin": bool, "max_boots": int, "budget_min": int, "target_pct": (int, float),
+            "kernel_target_pct": (int, float)}
 TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
 WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "max_vcpus": int, "params": dict}
 BASE_CONFIG = TOP / "kernel" / "configs" / "base.config"
@@ -113,6 +115,10 @@ class Matrix:
     mem_mb: int
     seed: int
     pin: bool = False      # bind vCPU threads to host CPUs (pin.py)
+    max_boots: int = 0     # the stopping rule may boot a cell up to this often (planner.py)
+    budget_min: int = 0    # ... within this wall time for the whole matrix (0: no limit)
+    target_pct: float = 2.0         # CI half-width targets: in-boot comparisons
+    kernel_target_pct: float = 5.0  # and kernel builds
     targets: list = field(default_factory=list)     # dicts
     workloads: list = field(default_factory=list)   # dicts
 
@@ -177,8 +183,9 @@ def _check_keys(at: _At, where: str, table: dict, spec: dict, required: set) -> 
     for k, v in table.items():
         if k not in spec:
             raise at.error(f"unknown key '{k}' in {where}: valid are {', '.join(spec)}", k)
-        if not isinstance(v, spec[k]) or (spec[k] is int and isinstance(v, bool)):
-            raise at.error(f"{where}.{k} = {v!r}: must be {spec[k].__name__}", k)
+        if not isinstance(v, spec[k]) or (spec[k] is not bool and isinstance(v, bool)):
+            name = spec[k].__name__ if isinstance(spec[k], type) else "a number"
+            raise at.error(f"{where}.{k} = {v!r}: must be {name}", k)
     for k in required:
         if k not in table:
             raise at.error(f"{where} lacks '{k}'")
@@ -272,16 +279,25 @@ def load(path: str | Path) -> Matrix:
     at = _At(path, lines, "run")
     _check_keys(at, "[run]", run, RUN_KEYS, set())
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
-               mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False))
+               mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False),
+               budget_min=run.get("budget_min", 0),
+               target_pct=float(run.get("target_pct", 2.0)),
+               kernel_target_pct=float(run.get("kernel_target_pct", 5.0)))
+    m.max_boots = run.get("max_boots", m.boots)
     workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
     mem_hi = min(MAX_MEM_MB, targets.host_mem_mb())
     for key, value, lo, hi in (("boots", m.boots, 1, MAX_BOOTS),
                                ("timeout_s", m.timeout_s, 1, MAX_TIMEOUT_S),
                                ("mem_mb", m.mem_mb, MIN_MEM_MB, mem_hi),
-                               ("seed", m.seed, 0, (1 << 64) - 1)):
+                               ("seed", m.seed, 0, (1 << 64) - 1),
+                               ("max_boots", m.max_boots, m.boots, MAX_BOOTS),
+                               ("budget_min", m.budget_min, 0, 7 * 24 * 60),
+                               ("target_pct", m.target_pct, 0.1, 50),
+                               ("kernel_target_pct", m.kernel_target_pct, 0.1, 50)):
         if not lo <= value <= hi:
             why = " (this host's memory)" if key == "mem_mb" and hi < MAX_MEM_MB else ""
-            raise at.error(f"[run].{key} = {value}: must be an integer in {lo}..{hi}{why}", key)
+            kind = "a number" if key.endswith("_pct") else "an integer"
+            raise at.error(f"[run].{key} = {value}: must be {kind} in {lo}..{hi}{why}", key)
     if not doc.get("target") or not doc.get("workload"):
         raise InputError(_where(path, "needs at least one [[target]] and one [[workload]]"))
     for i, t in enumerate(doc["target"]):
@@ -363,7 +379,7 @@ def with_accel(m: Matrix, accel: str) -> Matrix:
             out.append(t)
     if not out:
         raise InputError(f"{m.path.name}: no target left under ACCEL={accel}")
-    return Matrix(m.path, m.boots, m.timeout_s, m.mem_mb, m.seed, m.pin, out, m.workloads)
+    return dataclasses.replace(m, targets=out)
 
 
 def cells(m: Matrix, accels_ok=lambda t: True) -> list[Cell]:
@@ -383,12 +399,14 @@ def cells(m: Matrix, accels_ok=lambda t: True) -> list[Cell]:
     return out
 
 
+def boot(m: Matrix, cell: Cell, index: int) -> Boot:
+    """The index-th boot of a cell, with its seed (stable: a re-run resumes)."""
+    h = hashlib.sha256(f"{m.seed}:{cell.key()}:{index}".encode()).digest()
+    return Boot(cell, index, int.from_bytes(h[:4], "little"))
+
+
 def boots(m: Matrix, cell_list: list[Cell]) -> list[Boot]:
-    """All boots in one seeded random order (interleaves variants and cells)."""
-    out = []
-    for c in cell_list:
-        for b in range(m.boots):
-            h = hashlib.sha256(f"{m.seed}:{c.key()}:{b}".encode()).digest()
-            out.append(Boot(c, b, int.from_bytes(h[:4], "little")))
+    """All first boots in one seeded random order (interleaves variants and cells)."""
+    out = [boot(m, c, b) for c in cell_list for b in range(m.boots)]
     random.Random(m.seed).shuffle(out)
     return out

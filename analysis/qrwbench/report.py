@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, history, outputs, plots, stats, store, tables
+from . import codeid, gitutil, history, outputs, planner, plots, stats, store, tables
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -131,6 +131,17 @@ def _agreement(cset) -> list[list[str]]:
     return rows
 
 
+def mark_ended_by(conn, sel: Selection, cset) -> None:
+    """Each comparison's stopping reason, from the plan `make bench` stored."""
+    ended = store.load_plan(conn, sel.rig_commit)
+    if not ended:
+        return
+    run_cell = {r["run_id"]: store.run_cell_key(r) for r in sel.runs}
+    targets = {"in-boot": stats.TARGET_PCT["in-boot"], "kernel": stats.TARGET_PCT["kernel"]}
+    for c in cset.comparisons:
+        c.ended_by = planner.comparison_ended_by(c, targets, run_cell, ended)
+
+
 def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.ALPHA,
             correction="holm", min_effect=0.0, repo=".",
             n_resamples=stats.N_RESAMPLES) -> Analysis:
@@ -140,6 +151,7 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples, identical=identical)
     aa = stats.aa_control(sel.samples, alpha=alpha, n_resamples=n_resamples)
+    mark_ended_by(conn, sel, cset)
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
     ok_ids = sorted({s["run_id"] for s in sel.samples})
@@ -544,6 +556,7 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
         conn, owned = store.connect(db, create=False), True
     try:
         sel = select(conn, commit, repo)
+        ended = store.load_plan(conn, sel.rig_commit)
     finally:
         if owned:
             conn.close()
@@ -557,6 +570,10 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                n_resamples=n_resamples,
                                identical=audit.is_identical if audit else None)
     aa = stats.aa_control(samples, alpha=alpha, n_resamples=n_resamples)
+    if ended:
+        run_cell = {r["run_id"]: store.run_cell_key(r) for r in sel.runs}
+        for c in cset.comparisons:
+            c.ended_by = planner.comparison_ended_by(c, dict(stats.TARGET_PCT), run_cell, ended)
     failed = [r for r in sel.runs if r["status"] == "failed"]
     text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
     text += "\n" + _aa_summary(aa)

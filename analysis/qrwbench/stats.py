@@ -335,6 +335,8 @@ class Comparison:
     effect: effects.Effect | None = None
     kind: str = effects.INCONCLUSIVE      # slower, faster, equivalent, inconclusive
     level: str = "in-boot"                # or "kernel" (kernel builds: boots compared)
+    runs: frozenset = frozenset()         # the boots the comparison drew on
+    ended_by: str = ""                    # planner: target, budget, max_boots, failures
 
     @property
     def family(self) -> tuple:
@@ -503,7 +505,7 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
             comps.append(Comparison(
                 cell=cell, variant=variant, baseline=base,
                 test=_effect_test(e, unit, a_sum, base_sum), summary=a_sum,
-                base_summary=base_sum, effect=e, level=level,
+                base_summary=base_sum, effect=e, level=level, runs=frozenset(a) | frozenset(b),
                 identical_code=bool(identical and identical(cell, variant, base))))
         if len(variants) == 1:
             skipped.append((cell, f"only the baseline {base} was measured"))

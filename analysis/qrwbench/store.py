@@ -32,7 +32,7 @@ from . import faults, records
 from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_META_BYTES = 1 << 20
 INT64_MAX = (1 << 63) - 1   # provenance.json / status.json
 
@@ -94,6 +94,16 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             event TEXT NOT NULL, value REAL, unit TEXT NOT NULL,
             supported INTEGER NOT NULL,
             PRIMARY KEY (run_id, tool, event)
+        )""",
+    ),
+    4: (
+        # the stopping rule of make bench (planner.py): per rig commit and
+        # matrix cell, the boots it got and what ended its measuring
+        """CREATE TABLE plan_cells (
+            rig_commit TEXT NOT NULL, cell TEXT NOT NULL,
+            boots INTEGER NOT NULL, failed INTEGER NOT NULL, ended_by TEXT NOT NULL,
+            updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+            PRIMARY KEY (rig_commit, cell)
         )""",
     ),
 }
@@ -465,6 +475,39 @@ def _insert(conn, table: str, row: dict) -> None:
     cols = ", ".join(row)
     marks = ", ".join("?" for _ in row)
     conn.execute(f"INSERT INTO {table} ({cols}) VALUES ({marks})", tuple(row.values()))
+
+
+def save_plan(conn, rig_commit: str, cells: dict) -> None:
+    """``cells``: {cell key: (boots, failed, ended_by)} of one make bench."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(
+            "INSERT OR REPLACE INTO plan_cells (rig_commit, cell, boots, failed, ended_by) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(rig_commit, k, b, f, e) for k, (b, f, e) in sorted(cells.items())])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def load_plan(conn, rig_commit: str | None) -> dict:
+    """{cell key: ended_by} stored by :func:`save_plan` for a rig commit."""
+    if rig_commit is None:
+        return {}
+    return {r["cell"]: r["ended_by"] for r in conn.execute(
+        "SELECT cell, ended_by FROM plan_cells WHERE rig_commit = ?", (rig_commit,))}
+
+
+def run_cell_key(run: dict) -> str:
+    """The matrix cell key (matrix.Cell.key) of a stored run."""
+    try:
+        params = json.loads(run.get("cell_params") or "{}")
+    except ValueError:
+        params = {}
+    return json.dumps({"arch": run["arch"], "accel": run["accel"], "cpu": run["cpu_model"],
+                       "variant": run["kernel_variant"], "workload": run["workload"],
+                       "vcpus": run["vcpus"], "params": params}, sort_keys=True)
 
 
 def has_run(conn, run_id: str) -> bool:

@@ -89,7 +89,8 @@ def comparison_table(cset, *, title: str = "") -> Table:
     preceded by the cell's baseline row. n: paired blocks (in-boot) or boots
     per side (kernel builds)."""
     headers = ["cell", "variant", "n", "median Mops/s [95% CI]",
-               "ratio to baseline [95% CI]", "change", "CI +-", "p (adj, family)", "verdict"]
+               "ratio to baseline [95% CI]", "change", "CI +-", "p (adj, family)", "verdict",
+               "ended by"]
     rows = []
     last = None
     for c in sorted(cset.comparisons, key=lambda c: (c.cell, c.variant)):
@@ -97,7 +98,7 @@ def comparison_table(cset, *, title: str = "") -> Table:
             b = c.base_summary
             rows.append([c.cell.label(), f"{c.baseline} (baseline)", _n(b.n, "window"),
                          f"{fmt_rate(b.median)} [{fmt_rate(b.ci_low)}, {fmt_rate(b.ci_high)}]",
-                         "1", "", "", "", ""])
+                         "1", "", "", "", "", ""])
             last = c.cell
         s, t, e = c.summary, c.test, c.effect
         ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
@@ -108,7 +109,7 @@ def comparison_table(cset, *, title: str = "") -> Table:
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
                      ratio, fmt_pct(t.pct_change) if t.judged else "-",
                      f"{e.half_width_pct:.1f} %" if e is not None and e.judged else "-",
-                     fmt_p(c.p_adjusted), verdict])
+                     fmt_p(c.p_adjusted), verdict, c.ended_by or "-"])
     return Table(headers, rows, title)
 
 

@@ -1,0 +1,79 @@
+"""planner: the stopping rule gives more boots to the cells whose comparisons
+are not yet precise enough, and stops every cell."""
+import numpy as np
+
+from qrwbench import effects, planner, stats
+from test_stats import gen
+
+TARGETS = {"in-boot": 2.0, "kernel": 5.0}
+
+
+def _run_cell(samples, key):
+    return {s["run_id"]: key for s in samples}
+
+
+def test_a_noisy_cell_gets_more_boots_and_a_quiet_one_stops_at_its_target():
+    rng = np.random.default_rng(1)
+    quiet = gen(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
+                run_prefix="q")
+    noisy = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
+                run_prefix="n")
+    run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N")}
+    plan = planner.Plan(TARGETS, max_boots=6, budget_s=1e9)
+    plan.state("Q").boots = plan.state("N").boots = 2
+    cset = stats.compare_cells(quiet + noisy, n_resamples=300)
+    assert planner.next_round(plan, cset, run_cell) == ["N"]
+    assert plan.cells["Q"].ended_by == planner.TARGET and plan.cells["N"].ended_by == ""
+
+
+def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
+    """Simulated bench: each round adds a boot to the cells that want one;
+    the noisy cell reaches its target only with more boots, the hopeless one
+    (CV 40 %) ends at max_boots; the loop ends."""
+    rng = np.random.default_rng(2)
+    cvs = {"A": 0.005, "B": 0.045, "C": 0.40}
+    samples = {k: [] for k in cvs}
+    plan = planner.Plan(TARGETS, max_boots=8, budget_s=1e9)
+
+    def boot(key):
+        b = plan.state(key).boots
+        samples[key] += gen(rng, boots=1, reps=10, cv=cvs[key], variants=("full", "relaxed"),
+                            op=key, run_prefix=f"{key}{b}")
+        plan.state(key).boots += 1
+
+    for key in cvs:
+        boot(key)
+        boot(key)
+    rounds = 0
+    while True:
+        allsamples = [s for v in samples.values() for s in v]
+        run_cell = {s["run_id"]: s["op"] for s in allsamples}
+        cset = stats.compare_cells(allsamples, n_resamples=300, seed=rounds)
+        keys = planner.next_round(plan, cset, run_cell)
+        if not keys:
+            break
+        rounds += 1
+        assert rounds < 20
+        for key in keys:
+            boot(key)
+    st = plan.cells
+    assert st["A"].ended_by == planner.TARGET and st["A"].boots == 2
+    assert st["B"].ended_by == planner.TARGET and 2 < st["B"].boots < 8
+    assert st["C"].ended_by == planner.MAX_BOOTS and st["C"].boots == 8
+    assert planner.ended_by_counts(plan) == {planner.TARGET: 2, planner.MAX_BOOTS: 1}
+    (c,) = [c for c in cset.comparisons if c.cell.op == "C"]
+    ended = {k: s.ended_by for k, s in st.items()}
+    assert planner.comparison_ended_by(c, TARGETS, run_cell, ended) == planner.MAX_BOOTS
+    (b,) = [c for c in cset.comparisons if c.cell.op == "B"]
+    assert planner.comparison_ended_by(b, TARGETS, run_cell, ended) == planner.TARGET
+    assert b.effect.half_width_pct <= 2.0
+
+
+def test_failures_end_a_cell():
+    plan = planner.Plan(TARGETS, max_boots=8, budget_s=1e9)
+    plan.state("F").boots, plan.state("F").failed = 3, 2
+    c = stats.Comparison(stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "op",
+                                    "shared", "{}"), "relaxed", "full", None, None, None,
+                         effect=effects.Effect(why="too few"), runs=frozenset({"r"}))
+    assert planner.next_round(plan, stats.ComparisonSet([c]), {"r": "F"}) == []
+    assert plan.cells["F"].ended_by == planner.FAILURES
