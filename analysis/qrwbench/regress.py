@@ -2,18 +2,22 @@
 
 Compares the results of a target commit (default ``HEAD``) with a base commit
 (default: the nearest ancestor in git order with results for the same cells),
-metric by metric (cell x variant, copy 0, throughput):
+metric by metric (cell x variant, copy 0), with the machinery of `make bench`
+(``qrwbench.effects``):
 
-0. one observation is one boot: the median of that run's windows (the two
-   commits ran in different boots, and boots of identical code differ far
-   more often than alpha; docs/validity.md);
-1. each side must hold >= 3 boots that pass LKP's stability rule (min-max
-   gap <= 20 %, relative stddev <= 20 %; ``stats.stable_samples`` applies it
-   after Tukey's fences), else the metric is "could not judge";
-2. the change is the ratio of medians target/base with a 95 % bootstrap CI and
-   a two-sided Mann-Whitney U test, Holm-adjusted over all judged metrics;
-3. a metric regressed when the adjusted p < alpha, the CI excludes 1 and the
-   change is at least ``threshold`` slower (default 5 %); improvements mirror it.
+0. one observation is one boot (the commits ran in different boots): where
+   the boots measured the module's own acqrel qrwlock copy next to the
+   kernel's rwlock (impl=all), the boot's mean block log ratio to it, which
+   cancels the boot's and the host's speed; else the boot's mean log
+   throughput (``stats.boot_values``);
+1. the change is Welch's t on those values (``effects.boots``: >= 2 boots a
+   side), with its 95 % CI; a CI wider than +-threshold cannot tell a
+   threshold-sized change and is "could not judge" (bisect then measures
+   more boots once);
+2. Holm-adjusted over all judged metrics, a metric regressed when the
+   adjusted p < alpha, the CI excludes 0 and the change is at least
+   ``threshold`` slower (default 5 %); improvements mirror it; a "no change"
+   whose CI lies inside +-threshold says "equivalent within +-m %".
 
 The output follows the kernel test robot's (0-day/LKP) reports; the exit
 status is 1 when anything regressed, 0 otherwise (2 for bad input, from the CLI).
@@ -27,10 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import gitutil, history, stats, store
+from . import effects, gitutil, history, stats, store
 from .errors import QrwbenchError
 
 DEFAULT_THRESHOLD = 0.05
+MAX_HALF_WIDTH = 1.0      # a CI wider than +-THRESHOLD cannot tell a THRESHOLD change: not judged
 REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (
     "regression", "improvement", "no change", "could not judge")
 
@@ -46,6 +51,7 @@ class MetricResult:
     status: str = NOT_JUDGED
     why: str = ""
     separate: bool = False      # 0-day's "samples separate" rule, for information
+    effect: effects.Effect | None = None
 
     @property
     def metric(self) -> str:
@@ -77,12 +83,21 @@ class RegressResult:
 
 
 def _by_metric(samples):
-    """(cell, variant) -> one median per boot: the two commits were measured in
-    different boots, so a boot, not a window, is one observation (see
-    ``stats.units_for``)."""
-    return {(cell, variant): stats.per_run_medians(runs)
-            for cell, variants in stats.group_runs(samples, copy=0).items()
-            for variant, runs in variants.items()}
+    """(cell, variant) -> (per-boot values in log units, normalized?, per-boot
+    medians for display). The two commits ran in different boots, so a boot
+    is one observation; where the boots measured the module's acqrel copy
+    next to the kernel's rwlock, a boot's value is the block log ratio to it
+    (``stats.boot_values``), which cancels the boot's speed."""
+    reps = stats.group_reps(samples, copy=0)
+    out = {}
+    for cell, variants in reps.items():
+        ref = (reps.get(cell.replace(impl=stats.REFERENCE[0]), {}).get(stats.REFERENCE[1])
+               if cell.impl == "kernel" else None)
+        for variant, runs in variants.items():
+            vals, norm = stats.boot_values(runs, ref)
+            shown = np.asarray([float(np.median(list(runs[r].values()))) for r in sorted(runs)])
+            out[(cell, variant)] = (np.asarray(vals), norm, shown)
+    return out
 
 
 def _resolve(repo, ref: str, known: list[str], what: str) -> str:
@@ -99,31 +114,37 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
     """Judge every metric present on both sides (see the module docstring)."""
     tgt, base = _by_metric(target_samples), _by_metric(base_samples)
     results = []
-    for i, key in enumerate(sorted(set(tgt) & set(base))):
-        r = MetricResult(key[0], key[1], base[key], tgt[key])
-        ok_b, why_b = stats.stable_samples(r.base)
-        ok_t, why_t = stats.stable_samples(r.target)
-        r.separate = stats.samples_separate(r.base, r.target)
-        if not (ok_b and ok_t):
-            r.why = f"base: {why_b}" if not ok_b else f"target: {why_t}"
-        else:
-            r.test = stats.compare_samples(r.target, r.base, n_resamples=n_resamples,
-                                           seed=[seed, i], alpha=alpha, unit="boot")
-            if not r.test.judged:
-                r.why = r.test.why
+    for key in sorted(set(tgt) & set(base)):
+        (tv, tn, tshow), (bv, bn, bshow) = tgt[key], base[key]
+        r = MetricResult(key[0], key[1], bshow, tshow)
+        r.separate = stats.samples_separate(bshow, tshow)
+        e = effects.boots(tv, bv)
+        if not (tn and bn):
+            e.method = "boots (not normalized: no in-boot reference)"
+        r.effect = e
+        r.test = stats._effect_test(e, "boot", stats._NO_SUMMARY, stats._NO_SUMMARY)
+        if not e.judged:
+            r.why = e.why
+        elif e.half_width_pct > MAX_HALF_WIDTH * threshold * 100:
+            r.why = (f"CI +-{e.half_width_pct:.1f} % is wider than {MAX_HALF_WIDTH:g} x the "
+                     f"threshold ({threshold:.0%}): measure more boots")
+            r.test.judged = False
         results.append(r)
     judged = [r for r in results if r.test is not None and r.test.judged]
     for r, p in zip(judged, stats.adjust([r.test.p_value for r in judged], alpha=alpha,
                                          correction=correction)):
         r.p_adjusted = float(p)
-        t = r.test
-        significant = p < alpha and (t.ratio_low > 1.0 or t.ratio_high < 1.0)
-        if significant and t.ratio <= 1.0 - threshold:
+        e = r.effect
+        significant = p < alpha and (e.low > 0 or e.high < 0)
+        if significant and r.test.ratio <= 1.0 - threshold:
             r.status = REGRESSION
-        elif significant and t.ratio >= 1.0 + threshold:
+        elif significant and r.test.ratio >= 1.0 + threshold:
             r.status = IMPROVEMENT
         else:
             r.status = NO_CHANGE
+            m = max(abs(effects.pct(e.low)), abs(effects.pct(e.high)))
+            if m <= threshold * 100:
+                r.why = f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
     return results
 
 
@@ -222,11 +243,11 @@ def _mean_sd(x) -> str:
 def format_report(res: RegressResult) -> str:
     lines = [f"qrwbench regress: target {res.target[:12]} {res.target_subject}",
              f"                  base   {res.base[:12]} {res.base_subject}",
-             f"rule: change of medians beyond {res.threshold:.0%} with "
+             f"rule: change beyond {res.threshold:.0%} with "
              f"{'Holm' if res.correction == 'holm' else 'Benjamini-Hochberg'}-adjusted "
-             f"Mann-Whitney p < {res.alpha:g} and a 95% CI of the change excluding 0;",
-             "samples must pass LKP's stability rule (>= 3, min-max gap <= 20%, "
-             "stddev <= 20%, outside Tukey's fences set aside)", ""]
+             f"Welch p < {res.alpha:g} and a 95% CI of the change excluding 0;",
+             "one value per boot (normalized by the module's acqrel copy in the same "
+             "boot where measured); a CI wider than +-threshold is not judged", ""]
     for r in sorted(res.results, key=lambda r: (r.status != REGRESSION, r.metric)):
         if r.status in (REGRESSION, IMPROVEMENT):
             lines.append(f"{r.test.pct_change:+.1f}% {r.status} of {r.metric} due to commit "
@@ -234,6 +255,8 @@ def format_report(res: RegressResult) -> str:
     for r in res.results:
         if r.status == NOT_JUDGED:
             lines.append(f"could not judge {r.metric}: {r.why}")
+        elif r.status == NO_CHANGE and r.why:
+            lines.append(f"no change of {r.metric}: {r.why}")
     n = {s: sum(r.status == s for r in res.results)
          for s in (REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED)}
     lines.append(f"{n[REGRESSION]} regressions, {n[IMPROVEMENT]} improvements, "
@@ -242,7 +265,7 @@ def format_report(res: RegressResult) -> str:
     lines += ["", f"{res.base[:12]:>16}  {res.target[:12]:>27}",
               "----------------  ---------------------------",
               "         %stddev     %change         %stddev",
-              "             \\          |                \\   (mean Mops/s; %change of medians)"]
+              "             \\          |                \\   (mean Mops/s; %change: geometric, per boot)"]
     for r in sorted(res.results, key=lambda r: r.metric):
         change = f"{r.test.pct_change:+7.1f}%" if r.test and r.test.judged else "      -"
         mark = {REGRESSION: " <- regression", IMPROVEMENT: " <- improvement",

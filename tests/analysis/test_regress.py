@@ -98,12 +98,23 @@ def test_default_base_skips_commits_without_results(tmp_path, repo):
 
 
 def test_unstable_samples_could_not_judge(tmp_path, repo):
+    """Boots differing by 25 % and no in-boot reference: the CI is far wider
+    than the 5 % threshold, so nothing is judged (bisect measures more)."""
     path, shas = repo
     db = _fill(tmp_path, shas, [1.0] * 8, boot_cv=0.25)
     res = regress.regress(db, target=shas[7], repo=path)
     assert res.exit_code == 0
     assert res.results and all(r.status == regress.NOT_JUDGED for r in res.results)
-    assert "could not judge qrwbench." in res.text() and "unstable" in res.text()
+    assert "could not judge qrwbench." in res.text() and "is wider than 1 x the threshold" in res.text()
+
+
+def test_identical_commits_are_equivalent(tmp_path, repo):
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 8, boot_cv=0.005)
+    res = regress.regress(db, target=shas[7], repo=path)
+    assert res.results and all(r.status == regress.NO_CHANGE for r in res.results)
+    assert all(r.why.startswith("equivalent within +-") for r in res.results), \
+        [r.why for r in res.results]
 
 
 def test_bad_commits_are_one_line_errors(tmp_path, repo):
