@@ -15,12 +15,15 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
 * build the kernel, module and initramfs at the commit (a failed build: 125, skip);
 * boot ``--boots`` guests (results stored with the commit as kernel_tree_commit;
   runs of the same rig commit already in the store are reused);
-* both sides must pass LKP's stability rule (>= 3 samples, min-max gap <= 20 %,
-  relative stddev <= 20 %, after Tukey's fences: ``stats.stable_samples``); if not, measure ``--boots`` more
-  once; still unstable: 125 (skip);
-* compare with GOOD's samples (``regress.compare_commits``: median ratio,
-  bootstrap CI, Holm-adjusted Mann-Whitney): a regression of any metric beyond
-  the threshold: 1 (bad), else 0 (good). A broken rig (no DB, ...): 128 (abort).
+* GOOD's per-boot values must pass LKP's stability rule (>= 3 boots, min-max
+  gap <= 20 %, relative stddev <= 20 %, after Tukey's fences:
+  ``stats.stable_samples``);
+* compare with GOOD's boots (``regress.compare_commits``: one value per boot,
+  normalized by the module's acqrel copy in the same boot, Welch's t with its
+  CI, Holm-adjusted): a CI wider than +-threshold is not judged, and
+  ``--boots`` more boots are measured once (still not judged: 125, skip); a
+  regression of any metric beyond the threshold: 1 (bad), else 0 (good). A
+  broken rig (no DB, ...): 128 (abort).
 
 Bad input (unknown commit, dirty tree, CELL matching nothing, GOOD not an
 ancestor of BAD) is one line ``bisect: error: ...`` and exit status 2.
@@ -35,6 +38,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from . import ktree, regress, stats, store
 from .errors import ArgParser, QrwbenchError, db_error
@@ -233,8 +238,8 @@ def all_stable(conn, cell, run_ids):
     by = regress._by_metric(ktree.samples_of(conn, cell, run_ids))
     if not by:
         return False, "no samples"
-    for (c, v), x in sorted(by.items(), key=lambda kv: kv[0][0].metric(kv[0][1])):
-        ok, why = stats.stable_samples(x)
+    for (c, v), (vals, _, _) in sorted(by.items(), key=lambda kv: kv[0][0].metric(kv[0][1])):
+        ok, why = stats.stable_samples(np.exp(vals))     # the per-boot (normalized) values
         if not ok:
             return False, f"{c.metric(v)}: {why}"
     return True, ""
