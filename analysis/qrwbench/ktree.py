@@ -79,7 +79,7 @@ def parse_cell(text: str) -> matrix.Cell:
     at = matrix._At(Path("CELL"))
     for k, v in params.items():
         matrix._check_param(at, "CELL", k, v)
-    matrix._check_threads(at, "CELL", [int(vcpus)], params)
+    matrix._check_threads(at, "", [int(vcpus)], params)
     return matrix.Cell(arch_name, accel, cpu, variant, workload, int(vcpus),
                        tuple(sorted(params.items())))
 

@@ -239,17 +239,18 @@ def _values(params: dict, name: str, default) -> list:
 def _check_threads(at: _At, where: str, vcpus: list, params: dict) -> None:
     """The module's own limits on threads against the vCPUs of each cell
     (qrwb_parse in bench/module/qrwb_main.c), so no cell is refused at boot."""
+    where = f"{where}: " if where else ""
     for n, t, r, w in itertools.product(vcpus, _values(params, "threads", 0),
                                         _values(params, "nreaders", 0),
                                         _values(params, "nwriters", 0)):
         if t > n:
-            raise at.error(f"{where}: threads = {t} exceeds vcpus = {n}: valid is 0 (all "
+            raise at.error(f"{where}threads = {t} exceeds vcpus = {n}: valid is 0 (all "
                            f"vCPUs) or 1..{n}", "params.threads")
         if r + w > n:
-            raise at.error(f"{where}: nreaders + nwriters = {r} + {w} exceeds vcpus = {n}: "
+            raise at.error(f"{where}nreaders + nwriters = {r} + {w} exceeds vcpus = {n}: "
                            f"valid is a sum of 1..{n}", "params.nreaders")
         if (r or w) and t and t != r + w:
-            raise at.error(f"{where}: threads = {t} differs from nreaders + nwriters = "
+            raise at.error(f"{where}threads = {t} differs from nreaders + nwriters = "
                            f"{r + w}: valid is threads = 0 or {r + w}", "params.threads")
 
 
