@@ -117,18 +117,21 @@ def check_tree(src: Path) -> Path:
     if not gitutil.is_repo(src):
         raise QrwbenchError(f"KERNEL_SRC {src} is not a git repository"
                             + ("" if src.exists() else " (it does not exist)"))
+    if _git_soft(src, "rev-parse", "--is-bare-repository").strip() != "true":
+        _check_clean(src)   # a bare repository has no checkout: nothing can be dirty
     missing = [f for f in KERNEL_FILES if not _git_soft(src, "cat-file", "-t", f"HEAD:{f}").strip()]
     if missing:
         raise QrwbenchError(f"KERNEL_SRC {src} is a git repository but not a Linux kernel tree "
                             f"the rig can build: HEAD has no {', '.join(missing)}")
-    if _git_soft(src, "rev-parse", "--is-bare-repository").strip() == "true":
-        return src          # no checkout: nothing can be dirty
+    return src
+
+
+def _check_clean(src: Path) -> None:
     dirty = [ln[3:] for ln in git(src, "status", "--porcelain", "--untracked-files=no").splitlines()]
     if dirty:
         raise QrwbenchError(f"kernel tree {src} is dirty ({len(dirty)} changed files: "
                             f"{', '.join(dirty[:5])}{', ...' if len(dirty) > 5 else ''}): "
                             "commit or stash them first")
-    return src
 
 
 def resolve(src: Path, ref: str, what: str) -> str:
