@@ -557,8 +557,9 @@ class AAReport:
 
 
 def _injected(cell: Cell) -> bool:
-    """Copy 1 of this cell adds one smp_mb() per op (module parameter aa_inject_mb)."""
-    return bool(cell.params_dict().get("aa_inject_mb"))
+    """Copy 1 of this cell adds one smp_mb() per op (module parameter
+    aa_inject_mb; the harness's own ``empty`` op is never injected)."""
+    return bool(cell.params_dict().get("aa_inject_mb")) and cell.op != "empty"
 
 
 def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,

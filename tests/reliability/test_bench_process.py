@@ -188,3 +188,24 @@ def test_kvm_asked_for_but_unusable_fails_with_the_probe_reason(tmp_path, monkey
     with pytest.raises(bench.InputError, match="KVM asked for \\(x86_64\\) but unusable: " +
                        re.escape(kvm.static_check("x86_64")[1])):
         bench.run_matrix(matrix.load(p), tmp_path / "db.sqlite", False, summary=False, runs=tmp_path / "runs")
+
+
+def test_a_short_real_bench_ends_with_the_two_summary_lines(tmp_path):
+    """Two boots of one atomics cell (2 vCPUs, one op and smp_mb), and a
+    calibration cell with the injected barrier: the output ends with the
+    comparisons line and the calibration line, in the documented format; a
+    stopping rule with max_boots 3 adds a round or says why it ended."""
+    inject = ATOMICS.replace("vcpus = [1]", "vcpus = [2]").replace(
+        'ops = "atomic_add_return"', 'ops = "atomic_add_return,smp_mb", aa_inject_mb = 1')
+    p = write_matrix(tmp_path, inject, boots=2, reps=6)
+    p.write_text(p.read_text().replace("boots = 2", "boots = 2\nmax_boots = 3\nbudget_min = 10"))
+    cmd = [c for c in bench_cmd(tmp_path, p) if c != "--no-summary"]
+    r = subprocess.run(cmd, cwd=TOP, env=ENV, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert re.fullmatch(r"comparisons: \d+ judged of \d+ \(slower \d+, faster \d+, equivalent \d+, "
+                        r"inconclusive \d+\); median CI half-width in-boot (\d+\.\d %|-), "
+                        r"kernel builds (\d+\.\d %|-)", lines[-2]), lines[-2]
+    assert re.fullmatch(r"calibration: A/A \d+ of \d+ significant at alpha 0\.05; "
+                        r"injected barrier detected \d+ of [1-9]\d*", lines[-1]), lines[-1]
+    assert any(l.startswith("bench: cells ended by ") for l in lines), r.stdout[-2000:]
