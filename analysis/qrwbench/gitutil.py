@@ -8,10 +8,13 @@ from pathlib import Path
 from .errors import QrwbenchError, one_line
 
 
-def git(repo, *args: str) -> str:
+def git(repo, *args: str, timeout: float = 60) -> str:
+    """``git -C repo args``; QrwbenchError with git's last line when it fails.
+    ``timeout``: seconds (a checkout of a whole kernel tree on a loaded
+    2-core host took over a minute)."""
     try:
         res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
-                             text=True, timeout=60)
+                             text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise QrwbenchError(f"git {' '.join(args[:2])} in {repo}: {exc}") from None
     if res.returncode != 0:

@@ -198,7 +198,7 @@ def checkout(clone: Path, sha: str) -> None:
     st = _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else ""
     if st:   # a bisect interrupted before: its state would confuse git bisect start
         _git_soft(clone, "bisect", "reset", "--quiet")
-    git(clone, "checkout", "-q", "-f", "--detach", sha)
+    gitutil.git(clone, "checkout", "-q", "-f", "--detach", sha, timeout=1800)
 
 
 def build(wd: Workdir, arch: str, variant: str, log=print) -> None:

@@ -125,8 +125,10 @@ def _schema_version(conn: sqlite3.Connection, path) -> int:
     try:
         tables = {r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError as exc:
-        raise QrwbenchError(f"{path} is not an SQLite database: {exc}") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+        # (a damaged schema can make SQLite's own message undecodable)
+        raise QrwbenchError(f"{path} is not an SQLite database or is damaged: "
+                            f"{type(exc).__name__}: {exc}") from None
     if "schema_version" not in tables:
         if tables:
             raise QrwbenchError(f"{path} is an SQLite database but not a qrwbench "
@@ -200,6 +202,8 @@ def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
         conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
     except sqlite3.Error as exc:
         raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
+    # the store writes UTF-8 only: bytes that are not are damage, shown, not raised
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
     try:
         version = _schema_version(conn, path)
         if version > SCHEMA_VERSION:

@@ -3,6 +3,7 @@ value and what is valid, given before any expensive step (tree, kernels,
 module, boots); records the module cannot have printed make their run failed
 without stopping an import."""
 import os
+import re
 import sqlite3
 import subprocess
 
@@ -27,7 +28,7 @@ def make(*args, timeout=120):
 
 def first_error(stderr: str, command: str) -> str:
     """The rig's one error line (make adds its own 'make: ***' line after it)."""
-    lines = [l for l in stderr.splitlines() if not l.startswith("make: ***")]
+    lines = [l for l in stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", l)]
     assert len(lines) == 1, stderr
     assert lines[0].startswith(f"{command}: error: "), stderr
     assert "Traceback" not in stderr

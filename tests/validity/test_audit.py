@@ -127,12 +127,13 @@ def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
 
 def test_audit_json_labels_identical_code_through_codeid(tmp_path):
     kernels = [kernel_dir("x86_64", "acqrel"), kernel_dir("arm64", "acqrel")]
-    assert audit.main(["--out", str(tmp_path), *map(str, kernels)]) == 0
-    doc = json.loads((tmp_path / "audit.json").read_text())
+    out = tmp_path / "audit"
+    assert audit.main(["--out", str(out), *map(str, kernels)]) == 0
+    doc = json.loads((out / "audit.json").read_text())
     assert doc["schema"] == 1 and len(doc["modules"]) == 2
-    a = codeid.load_audit(tmp_path / "audit.json")
+    a = codeid.load_audit(out / "audit.json")
     cell = stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return", "percpu", "{}")
     assert a.is_identical(cell, "acquire", "full")
     assert not a.is_identical(cell.replace(arch="arm64"), "acquire", "full")
     assert any("sub_return" in n["text"] and n["arch"] == "arm64" for n in a.notes)
-    assert "IDENTICAL CODE: x86_64 inline atomic_add_return" in (tmp_path / "audit.txt").read_text()
+    assert "IDENTICAL CODE: x86_64 inline atomic_add_return" in (out / "audit.txt").read_text()
