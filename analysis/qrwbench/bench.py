@@ -391,7 +391,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     if summary:
         from . import report
         try:
-            print(report.comparison_text(conn, rig_commit=rig["rig_commit"]))
+            print(report.compare_text(conn, commit="all", run_ids=list(run_cell),
+                                      plan_commit=rig["rig_commit"]))
         except InputError as e:
             print(f"bench: no comparison: {e}")
     return 1 if failures else 0

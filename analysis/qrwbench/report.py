@@ -542,10 +542,13 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
 
 def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                  correction="holm", min_effect=0.0, repo=".", audit_path=None,
-                 n_resamples=stats.N_RESAMPLES, **filters) -> str:
+                 n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
+                 **filters) -> str:
     """The plain-text comparison table printed at the end of `make bench`.
 
-    ``db``: a path or an open connection. ``commit``: as for :func:`select`.
+    ``db``: a path or an open connection. ``commit``: as for :func:`select`;
+    ``run_ids``: only these runs (the boots of one `make bench`, whatever rig
+    commit each recorded).
     ``filters``: equality filters on cells (arch=, accel=, workload=, ...).
     Raises QrwbenchError (one line) for an empty selection or a missing baseline.
     """
@@ -556,10 +559,15 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
         conn, owned = store.connect(db, create=False), True
     try:
         sel = select(conn, commit, repo)
-        ended = store.load_plan(conn, sel.rig_commit)
+        ended = store.load_plan(conn, sel.rig_commit if plan_commit is None else plan_commit)
     finally:
         if owned:
             conn.close()
+    if run_ids is not None:
+        keep = set(run_ids)
+        sel = Selection(f"{len(keep)} boots of this make bench", sel.rig_commit,
+                        [s for s in sel.samples if s["run_id"] in keep],
+                        [r for r in sel.runs if r["run_id"] in keep])
     samples = [s for s in sel.samples
                if all(v is None or s[k] == v for k, v in filters.items())]
     if not samples:
