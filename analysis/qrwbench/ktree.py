@@ -198,6 +198,10 @@ def checkout(clone: Path, sha: str) -> None:
     st = _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else ""
     if st:   # a bisect interrupted before: its state would confuse git bisect start
         _git_soft(clone, "bisect", "reset", "--quiet")
+    # The private clone is the rig's own, and its work directory's flock is
+    # held: an index.lock here was left by a git that was killed (a timed-out
+    # checkout), and would fail every later checkout.
+    (clone / ".git" / "index.lock").unlink(missing_ok=True)
     gitutil.git(clone, "checkout", "-q", "-f", "--detach", sha, timeout=1800)
 
 
