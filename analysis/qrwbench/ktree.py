@@ -180,27 +180,49 @@ class Workdir:
                    root / "initrd.cpio")
 
 
+CLONE_MARK = "qrwbench-private-clone"      # in .git/ of every clone sync_clone made
+
+
+def _own_clone(clone: Path) -> bool:
+    """True when ``clone`` is a private repository the rig made: the marker,
+    or (made before the marker existed) the rig's fetch namespace refs/qrwb-src."""
+    if (clone / ".git" / CLONE_MARK).is_file():
+        return True
+    return bool(_git_soft(clone, "for-each-ref", "--count=1", "refs/qrwb-src"))
+
+
 def sync_clone(clone: Path, src: Path, log=print) -> None:
-    """Create or update ``clone`` (a private repository) with every ref of ``src``."""
+    """Create or update ``clone`` (a private repository) with every ref of
+    ``src``. A repository there that the rig did not make is refused: its
+    work tree would be overwritten by ``checkout -f``."""
     if not (clone / ".git").is_dir():
+        if clone.exists() and any(clone.iterdir()):
+            raise QrwbenchError(f"{clone} exists and is not the rig's private checkout: "
+                                "remove it or give another --workdir")
         log(f"kernel: creating the private checkout {clone} (once)")
         clone.mkdir(parents=True, exist_ok=True)
         git(clone, "init", "-q", "-b", "qrwb-work")
+        (clone / ".git" / CLONE_MARK).write_text("made by qrwbench (ktree.sync_clone)\n")
         git(clone, "config", "gc.auto", "0")
         alt = DEFAULT_SRC / ".git" / "objects"
         if alt.is_dir():
             (clone / ".git" / "objects" / "info" / "alternates").write_text(f"{alt}\n")
+    elif not _own_clone(clone):
+        raise QrwbenchError(f"{clone} is a git repository the rig did not make: remove it or "
+                            "give another --workdir (the rig checks out commits there with -f)")
     git(clone, "fetch", "-q", "--no-tags", "--force", str(src),
         "+refs/heads/*:refs/qrwb-src/heads/*", "+refs/tags/*:refs/qrwb-src/tags/*")
 
 
 def checkout(clone: Path, sha: str) -> None:
+    if not _own_clone(clone):
+        raise QrwbenchError(f"{clone} is not the rig's private checkout: not checking out there")
     st = _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else ""
     if st:   # a bisect interrupted before: its state would confuse git bisect start
         _git_soft(clone, "bisect", "reset", "--quiet")
-    # The private clone is the rig's own, and its work directory's flock is
-    # held: an index.lock here was left by a git that was killed (a timed-out
-    # checkout), and would fail every later checkout.
+    # Only in the rig's own clone (checked above), whose work directory's flock
+    # the caller holds: an index.lock here was left by a git that was killed
+    # (a timed-out checkout), and would fail every later checkout.
     (clone / ".git" / "index.lock").unlink(missing_ok=True)
     gitutil.git(clone, "checkout", "-q", "-f", "--detach", sha, timeout=1800)
 

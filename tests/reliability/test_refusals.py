@@ -254,3 +254,33 @@ def test_a_read_only_db_directory_is_named_for_an_unprivileged_user(tmp_path_fac
                         "/usr/bin/python3", "-m", "qrwbench", "compare", "--db", str(d / "r.sqlite")],
                        cwd=TOP, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "is not writable by this user" in r.stderr, r.stderr
+
+
+def test_a_git_repository_the_rig_did_not_make_is_never_used_as_its_private_clone(tmp_path):
+    """bisect/bench-series check out commits with -f and remove a stale
+    index.lock in their private clone: never in a repository of the user's
+    (a mistyped --workdir), whose work and live git lock stay as they are."""
+    env = {**PYENV, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    mine = tmp_path / "mine"
+    subprocess.run(["git", "init", "-q", str(mine)], check=True, env=env)
+    (mine / "work.c").write_text("uncommitted work\n")
+    (mine / ".git" / "index.lock").write_text("")
+    with pytest.raises(QrwbenchError, match="git repository the rig did not make"):
+        ktree.sync_clone(mine, tmp_path / "src")
+    with pytest.raises(QrwbenchError, match="not the rig's private checkout"):
+        ktree.checkout(mine, "HEAD")
+    assert (mine / ".git" / "index.lock").exists() and (mine / "work.c").read_text() == "uncommitted work\n"
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("x")
+    with pytest.raises(QrwbenchError, match="exists and is not the rig's private checkout"):
+        ktree.sync_clone(full, tmp_path / "src")
+    # a clone the rig makes carries its marker and is accepted again
+    src = tmp_path / "src"
+    subprocess.run(["git", "init", "-q", str(src)], check=True, env=env)
+    subprocess.run(["git", "-C", str(src), "commit", "-q", "--allow-empty", "-m", "x"], check=True, env=env)
+    ours = tmp_path / "ours"
+    ktree.sync_clone(ours, src, log=lambda *a: None)
+    assert (ours / ".git" / ktree.CLONE_MARK).is_file()
+    ktree.sync_clone(ours, src, log=lambda *a: None)
