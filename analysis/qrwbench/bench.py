@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import kvm, matrix, outputs, perf, planner, provenance, qemu, stats, store, targets
+from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
 from . import pin as pinmod
 from .errors import ArgParser, db_error
 from .targets import TOP, InputError
@@ -281,6 +281,8 @@ def kernels_needed(m: matrix.Matrix) -> list[str]:
 
 
 def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS) -> int:
+    # numpy and scipy only here: `--plan` runs before `make deps` installed them
+    from . import planner, stats
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     verdicts = kvm_verdict(m)

@@ -284,3 +284,17 @@ def test_a_git_repository_the_rig_did_not_make_is_never_used_as_its_private_clon
     ktree.sync_clone(ours, src, log=lambda *a: None)
     assert (ours / ".git" / ktree.CLONE_MARK).is_file()
     ktree.sync_clone(ours, src, log=lambda *a: None)
+
+
+def test_bench_plan_runs_before_make_deps_installed_numpy_and_scipy(tmp_path):
+    """`make bench` checks its input before `make deps`: on a fresh machine
+    Debian's python3 has no numpy or scipy yet, so `--plan` must not import them."""
+    code = ("import sys; sys.modules.update(numpy=None, scipy=None, matplotlib=None, "
+            "statsmodels=None); sys.argv = ['bench', '--plan', '--quick', '--db', sys.argv[1], "
+            "'--runs', sys.argv[2]]; import runpy; runpy.run_module('qrwbench.bench', "
+            "run_name='__main__')")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, str(tmp_path / "r.sqlite"),
+                        str(tmp_path / "runs")], cwd=TOP, env=PYENV, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["arm64-acqrel", "arm64-full", "x86_64-acqrel", "x86_64-full"]
