@@ -39,9 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
-from . import ktree, regress, stats, store
+from . import ktree, store
 from .errors import ArgParser, QrwbenchError, db_error
 from .targets import TOP
 
@@ -83,6 +82,7 @@ def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False) -> list[str]:
 
 def judge(conn, cell, good_runs, runs, *, threshold, alpha):
     """(exit status, results) of ``runs`` against GOOD's runs."""
+    from . import regress
     base = ktree.samples_of(conn, cell, good_runs)
     tgt = ktree.samples_of(conn, cell, runs)
     res = regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha)
@@ -96,6 +96,7 @@ def judge(conn, cell, good_runs, runs, *, threshold, alpha):
 
 
 def unstable(res) -> bool:
+    from . import regress
     return any(r.status == regress.NOT_JUDGED for r in res)
 
 
@@ -140,7 +141,7 @@ def oracle(state: dict, sha: str) -> int:
 # ------------------------------------------------------------------ driver
 
 def prepare(good: str, bad: str, cell_text: str, kernel_src=None, *, db=None, boots=5,
-            threshold=regress.DEFAULT_THRESHOLD, alpha=stats.ALPHA, root=None,
+            threshold=0.05, alpha=0.05, root=None,
             runs_root=None) -> dict:
     """Check the input (one-line QrwbenchError) and return the bisect state."""
     from . import provenance
@@ -235,6 +236,9 @@ def _run(state, cell, wd, t0) -> dict:
 
 
 def all_stable(conn, cell, run_ids):
+    import numpy as np
+
+    from . import regress, stats
     by = regress._by_metric(ktree.samples_of(conn, cell, run_ids))
     if not by:
         return False, "no samples"
@@ -246,6 +250,7 @@ def all_stable(conn, cell, run_ids):
 
 
 def report(state: dict, result: dict) -> str:
+    from . import regress
     if result.get("first_bad"):
         sha = result["first_bad"]
         conn = store.connect(state["db"])
@@ -283,7 +288,7 @@ def main(argv=None) -> int:
     r.add_argument("--db", default=None)
     r.add_argument("--boots", type=int, default=5)
     r.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
-    r.add_argument("--alpha", type=float, default=stats.ALPHA)
+    r.add_argument("--alpha", type=float, default=0.05)
     r.add_argument("--workdir", default=None, help="default build/bisect")
     r.add_argument("--check", action="store_true",
                    help="only check CELL, BOOTS, THRESHOLD and KERNEL_SRC (before any build)")

@@ -16,8 +16,9 @@ hits for every file a commit did not change; a re-run with nothing changed
 rebuilds nothing and reuses stored runs (same rig commit, same cell).
 
 Results are stored with the commit as kernel_tree_commit. The comparison of
-commit i with commit i-1 uses ``regress.compare_commits`` (LKP stability rule,
-median ratio with bootstrap CI, Holm-adjusted Mann-Whitney, threshold). The
+commit i with commit i-1 uses ``regress.compare_commits`` (one value per
+boot, normalized by the module's acqrel copy where measured, Welch's t with
+its CI, Holm-adjusted, threshold). The
 kernel's rwlock rows are compared across variant labels (unpatched vs acqrel).
 Exit status: 0 done (changes are reported, not failures), 2 bad input.
 """
@@ -28,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import ktree, provenance, regress, stats, store
+from . import ktree, provenance, store
 from .errors import ArgParser, QrwbenchError, db_error
 from .targets import TOP
 
@@ -105,8 +106,11 @@ def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
 
 
 def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
-               threshold=regress.DEFAULT_THRESHOLD, alpha=stats.ALPHA) -> str:
+               threshold=None, alpha=None) -> str:
     """Per-commit table: each commit against the one before it."""
+    from . import regress, stats      # numpy/scipy: not for --check, which runs before make deps
+    threshold = regress.DEFAULT_THRESHOLD if threshold is None else threshold
+    alpha = stats.ALPHA if alpha is None else alpha
     cell = ktree.parse_cell(cell_text)
     conn = store.connect(db, create=False)
     try:
@@ -119,8 +123,9 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
     finally:
         conn.close()
     lines = [f"qrwbench bench-series: {ktree.cell_text(cell)}",
-             f"rule: each commit vs the one before; change of medians beyond {threshold:.0%} with "
-             f"Holm-adjusted Mann-Whitney p < {alpha:g}, CI excluding 0, LKP-stable samples", ""]
+             f"rule: each commit vs the one before (regress.compare_commits): one value per boot, "
+             f"normalized by the module's acqrel copy where measured; change beyond "
+             f"{threshold:.0%} with Holm-adjusted Welch p < {alpha:g} and a CI excluding 0", ""]
     unit = "kernel/module ratio" if ktree.ratio_mode(cell) else "Mops/s"
     prev = None
     metrics = sorted({(stats.Cell.of(x), x["variant"]) for v in samples.values() for x in v
@@ -139,7 +144,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
         for key in metrics:
             if key not in med:
                 continue
-            x = med[key]
+            x = med[key][2]          # per-boot medians, for display (regress._by_metric)
             r = res.get(key)
             if r is None:
                 change = "reference" if prev is None else "-"

@@ -201,3 +201,22 @@ def test_commit_order_follows_git_not_time(tmp_path, repo):
                for i, c in enumerate(shas)]
     assert history.commit_order(samples) == shas[::-1]
     assert history.commit_order(samples, repo=path) == shas
+
+
+def test_bench_series_table_judges_each_commit_against_the_one_before(tmp_path, repo):
+    """series.comparison over kernel commits: the commit with a 10 % step is
+    named in a 0-day line, the unchanged ones are not."""
+    from qrwbench import series
+    path, shas = repo
+    db = str(tmp_path / "db.sqlite")
+    rng = np.random.default_rng(3)
+    for i, lvl in enumerate([1.0, 1.0, 0.9]):
+        for b in range(5):
+            speed = rng.lognormal(0.0, 0.005)
+            run = synth.atomics_run(tmp_path / "runs", f"k{i}-{b}", rate=50e6 * lvl * speed,
+                                    cpu_model="max", kernel_tree_commit=shas[i])
+            assert store.import_run(db, run).status == "ok"
+    text = series.comparison("x86_64/tcg/max/acqrel/atomics/2", shas[:3], path, db=db)
+    assert "regression of qrwbench.x86_64.tcg.atomics.max.2v.inline.atomic_add_return" in text
+    assert f"due to commit {shas[2][:12]} change 2" in text
+    assert f"due to commit {shas[1][:12]}" not in text

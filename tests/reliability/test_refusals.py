@@ -298,3 +298,19 @@ def test_bench_plan_runs_before_make_deps_installed_numpy_and_scipy(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["arm64-acqrel", "arm64-full", "x86_64-acqrel", "x86_64-full"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["qrwbench.profile", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
+    ["qrwbench.series", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
+    ["qrwbench.bisect", "run", "--good", "a", "--bad", "b", "--cell",
+     "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
+])
+def test_make_perf_series_bisect_checks_run_without_numpy(argv):
+    """The --check steps of make perf / bench-series / bisect run before make deps."""
+    code = ("import sys, runpy; sys.modules.update(numpy=None, scipy=None, matplotlib=None, "
+            "statsmodels=None); mod = sys.argv[1]; sys.argv = ['x'] + sys.argv[2:]; "
+            "runpy.run_module(mod, run_name='__main__')")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, *argv], cwd=TOP, env=PYENV,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
