@@ -16,9 +16,11 @@ other and a slow phase of the host moves both alike.
   time", ISMM 2013), boot and block as random levels
   (:func:`random_effects_se`), and the interval is ``estimate +- t(df) * SE``
   with ``df`` the number of blocks less the number of boots. A two-stage
-  bootstrap (boots, then blocks) was tried first: it counts the within-boot
-  noise twice, so its intervals did not narrow with more boots (2.3 % at 2
-  boots, 2.7 % at 8, for 5 % window noise; tests/analysis/test_planner.py).
+  bootstrap (boots, then blocks) was tried first and dropped: it counts the
+  within-boot noise twice, so its intervals did not narrow with more boots
+  (half-widths 2.3 % at 2 boots and 2.7 % at 8 on the synthetic data of
+  tests/analysis/test_stats.py ``gen``, 10 blocks a boot, 5 % window noise,
+  seed 2; a throwaway check during development, not kept).
 * **Kernel builds** (the kernel's ``rwlock_t`` of one kernel variant against
   another's: always different boots): each boot is reduced to its in-boot
   *normalized* value, the mean block log ratio of the kernel's rwlock to the
@@ -41,7 +43,6 @@ import numpy as np
 from scipy import stats as sps
 
 CONFIDENCE = 0.95
-N_RESAMPLES = 2000
 MIN_BLOCKS = 3          # in-boot: fewer blocks in all is not judged
 MIN_BOOTS = 2           # kernel builds: per side
 
@@ -60,6 +61,10 @@ class Effect:
     method: str = ""                # "paired blocks" or "boots (normalized)"
     judged: bool = False
     why: str = ""
+
+    def significant(self, p: float, alpha: float) -> bool:
+        """p (raw or adjusted) below alpha and the interval excludes no change."""
+        return self.judged and p < alpha and (self.low > 0 or self.high < 0)
 
     @property
     def ratio(self) -> float:
@@ -109,8 +114,7 @@ def random_effects_se(groups: list[np.ndarray]) -> float:
     return math.sqrt((between + within) / nb)
 
 
-def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE, n_resamples=N_RESAMPLES,
-           seed=0) -> Effect:
+def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
     """The in-boot effect from per-boot block log ratios (module docstring)."""
     groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
     nblocks = sum(len(g) for g in groups)
@@ -171,8 +175,7 @@ def verdict(e: Effect, p_adjusted: float, *, alpha: float, margin_pct: float) ->
     if not e.judged:
         return INCONCLUSIVE, f"inconclusive: {e.why}"
     lo, mid, hi = pct(e.low), pct(e.estimate), pct(e.high)
-    excludes = e.low > 0 or e.high < 0
-    if p_adjusted < alpha and excludes:
+    if e.significant(p_adjusted, alpha):
         kind = FASTER if e.estimate > 0 else SLOWER
         return kind, f"{kind} by {abs(mid):.1f} % [{lo:+.1f}, {hi:+.1f}]"
     m = max(abs(lo), abs(hi))

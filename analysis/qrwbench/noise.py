@@ -76,7 +76,7 @@ def _tally(results) -> dict:
 def aa_table(samples, *, n_resamples=500) -> dict:
     """kind -> {(arch, cpu, workload): [significant, judged]} for the kinds
     'copy' (boots pooled), 'boot' (consecutive boots) and 'copy, one boot'."""
-    aa = stats.aa_control(samples, n_resamples=n_resamples, boots=False)
+    aa = stats.aa_control(samples, boots=False)
     out = {"copy": _tally(r for r in aa.results if r.kind == "copy"),
            "boot": _tally(raw_boot_aa(samples, n_resamples=n_resamples))}
     by_run = defaultdict(list)
@@ -84,7 +84,7 @@ def aa_table(samples, *, n_resamples=500) -> dict:
         by_run[s["run_id"]].append(s)
     one = []
     for rid in sorted(by_run):
-        one += stats.aa_control(by_run[rid], boots=False, n_resamples=n_resamples).results
+        one += stats.aa_control(by_run[rid], boots=False).results
     out["copy, one boot"] = _tally(one)
     return out
 

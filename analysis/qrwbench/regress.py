@@ -91,8 +91,7 @@ def _by_metric(samples):
     reps = stats.group_reps(samples, copy=0)
     out = {}
     for cell, variants in reps.items():
-        ref = (reps.get(cell.replace(impl=stats.REFERENCE[0]), {}).get(stats.REFERENCE[1])
-               if cell.impl == "kernel" else None)
+        ref = stats.reference_runs(reps, cell)
         for variant, runs in variants.items():
             vals, norm = stats.boot_values(runs, ref)
             shown = np.asarray([float(np.median(list(runs[r].values()))) for r in sorted(runs)])
@@ -135,7 +134,7 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
                                          correction=correction)):
         r.p_adjusted = float(p)
         e = r.effect
-        significant = p < alpha and (e.low > 0 or e.high < 0)
+        significant = e.significant(p, alpha)
         if significant and r.test.ratio <= 1.0 - threshold:
             r.status = REGRESSION
         elif significant and r.test.ratio >= 1.0 + threshold:

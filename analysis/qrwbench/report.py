@@ -150,7 +150,7 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     cset = stats.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples, identical=identical)
-    aa = stats.aa_control(sel.samples, alpha=alpha, n_resamples=n_resamples)
+    aa = stats.aa_control(sel.samples, alpha=alpha)
     mark_ended_by(conn, sel, cset)
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
@@ -460,7 +460,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
               f"({', '.join(f'{w}: {v}' for w, v in sorted(a.cset.baselines.items()))}). "
               "In-boot comparisons (orderings, module copies): the geometric mean of the "
               "block ratios (a block is one rep of one boot, its entries run back to back), "
-              "95% t interval on a hierarchical-bootstrap SE (boots, then blocks). Kernel "
+              "95% t interval on the two-level (boot, block) random-effects SE. Kernel "
               "builds (different boots): one value per boot, the kernel rwlock's block ratio "
               "to the module's acqrel copy in the same boot, compared with Welch's t. "
               f"{corr}-adjusted per arch/accelerator/CPU model/workload, alpha "
@@ -577,7 +577,7 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples,
                                identical=audit.is_identical if audit else None)
-    aa = stats.aa_control(samples, alpha=alpha, n_resamples=n_resamples)
+    aa = stats.aa_control(samples, alpha=alpha)
     if ended:
         run_cell = {r["run_id"]: store.run_cell_key(r) for r in sel.runs}
         for c in cset.comparisons:

@@ -405,6 +405,14 @@ def group_reps(samples, *, copy: int | None = 0) -> dict:
 REFERENCE = ("module", "acqrel")      # the in-boot reference of the kernel's rwlock
 
 
+def reference_runs(reps: dict, cell: Cell) -> dict | None:
+    """The in-boot reference of a kernel-rwlock cell in ``group_reps`` output:
+    the module's acqrel copy of the same cell ({run: {rep: throughput}})."""
+    if cell.impl != "kernel":
+        return None
+    return reps.get(cell.replace(impl=REFERENCE[0]), {}).get(REFERENCE[1])
+
+
 def boot_values(runs: dict, ref_runs: dict | None) -> tuple[list[float], bool]:
     """One value per boot for comparisons across boots: the mean block log
     ratio to the in-boot reference (normalized), or, where a boot has no
@@ -481,8 +489,7 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
             skipped.append((cell, f"no {base} samples (variants present: "
                                   f"{', '.join(sorted(variants))})"))
             continue
-        ref_cell = cell.replace(impl=REFERENCE[0])
-        ref = groups.get(ref_cell, {}).get(REFERENCE[1]) if cell.impl == "kernel" else None
+        ref = reference_runs(groups, cell)
         base_sum = summarize(pooled(windows[cell][base]), confidence=confidence,
                              n_resamples=n_resamples, seed=[seed, i, 0])
         for j, variant in enumerate(sorted(variants)):
@@ -497,8 +504,7 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
                     e.method = "boots (not normalized: no in-boot reference)"
                 level, unit = "kernel", "boot"
             else:
-                e = effects.paired(effects.block_log_ratios(a, b), confidence=confidence,
-                                   n_resamples=n_resamples, seed=[seed, i, j])
+                e = effects.paired(effects.block_log_ratios(a, b), confidence=confidence)
                 level, unit = "in-boot", "block"
             a_sum = summarize(pooled(windows[cell][variant]), confidence=confidence,
                               n_resamples=n_resamples, seed=[seed, i, j + 1])
@@ -562,8 +568,7 @@ def _injected(cell: Cell) -> bool:
     return bool(cell.params_dict().get("aa_inject_mb")) and cell.op != "empty"
 
 
-def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
-               n_resamples=N_RESAMPLES, seed=1, boots=True) -> AAReport:
+def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE, boots=True) -> AAReport:
     """Calibration: A/A comparisons, and the injected barrier.
 
     * copy: copy 1 against copy 0 of the same op, ordering and cell, block by
@@ -582,25 +587,24 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
     """
     samples = list(samples)
     results = []
-    per_copy = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    for s in samples:
-        per_copy[(Cell.of(s), s["variant"])][s["copy"]][s["run_id"]][s["rep"]] = float(s["throughput"])
-    for i, ((cell, variant), d) in enumerate(sorted(per_copy.items())):
-        if 0 in d and 1 in d:
-            e = effects.paired(effects.block_log_ratios(d[1], d[0]), confidence=confidence,
-                               n_resamples=n_resamples, seed=[seed, i])
-            kind = "inject" if _injected(cell) else "copy"
-            results.append(AAResult(kind, cell, variant, _effect_test(
-                e, "block", _NO_SUMMARY, _NO_SUMMARY), "copy 1 vs copy 0", effect=e))
+    reps0, reps1 = group_reps(samples, copy=0), group_reps(samples, copy=1)
+    for cell, variants in sorted(reps1.items()):
+        for variant, runs1 in sorted(variants.items()):
+            runs0 = reps0.get(cell, {}).get(variant)
+            if runs0 is None:
+                continue
+            e = effects.paired(effects.block_log_ratios(runs1, runs0), confidence=confidence)
+            results.append(AAResult("inject" if _injected(cell) else "copy", cell, variant,
+                                    _effect_test(e, "block", _NO_SUMMARY, _NO_SUMMARY),
+                                    "copy 1 vs copy 0", effect=e))
     if boots:
         order = {}
         for s in samples:
             order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
-        reps0 = group_reps(samples, copy=0)
-        for i, (cell, variants) in enumerate(sorted(reps0.items())):
+        for cell, variants in sorted(reps0.items()):
             if cell.impl != "kernel":
                 continue
-            ref = reps0.get(cell.replace(impl=REFERENCE[0]), {}).get(REFERENCE[1])
+            ref = reference_runs(reps0, cell)
             for variant, runs in sorted(variants.items()):
                 ids = sorted(runs, key=lambda r: order[r])
                 if len(ids) < 4:
@@ -612,8 +616,7 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
                     e, "boot", _NO_SUMMARY, _NO_SUMMARY),
                     f"boots {len(va)} vs {len(vb)} (alternating)", effect=e))
     for r in results:
-        e = r.effect
-        r.significant = e.judged and e.p_value < alpha and (e.low > 0 or e.high < 0)
+        r.significant = r.effect.significant(r.effect.p_value, alpha)
     judged = [r for r in results if r.test.judged and r.kind != "inject"]
     k = sum(r.significant for r in judged)
     n = len(judged)
@@ -624,12 +627,17 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE,
 _NO_SUMMARY = Summary(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
 
 
+def barrier_hits(aa: AAReport) -> tuple[int, int]:
+    """(detected, measured) injected-barrier comparisons: detected = slower."""
+    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
+    return sum(1 for r in inj if r.significant and r.effect.estimate < 0), len(inj)
+
+
 def calibration_line(aa: AAReport) -> str:
     """The second line `make bench` ends with (report.md and index.html too)."""
-    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
-    hit = sum(1 for r in inj if r.significant and r.effect.estimate < 0)
+    hit, n = barrier_hits(aa)
     return (f"calibration: A/A {aa.n_significant} of {aa.n_judged} significant at alpha "
-            f"{aa.alpha:g}; injected barrier detected {hit} of {len(inj)}")
+            f"{aa.alpha:g}; injected barrier detected {hit} of {n}")
 
 
 def calibration_failed(aa: AAReport) -> list[str]:
@@ -640,10 +648,9 @@ def calibration_failed(aa: AAReport) -> list[str]:
     if aa.n_judged and aa.p_rate_above_alpha < 0.05:
         out.append(f"A/A false positives {aa.n_significant} of {aa.n_judged} "
                    f"({aa.rate:.0%}) exceed alpha {aa.alpha:g}")
-    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
-    hit = sum(1 for r in inj if r.significant and r.effect.estimate < 0)
-    if inj and hit < 0.95 * len(inj):
-        out.append(f"the injected barrier was detected in only {hit} of {len(inj)} cells")
+    hit, n = barrier_hits(aa)
+    if n and hit < 0.95 * n:
+        out.append(f"the injected barrier was detected in only {hit} of {n} cells")
     return out
 
 

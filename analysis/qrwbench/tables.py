@@ -119,7 +119,7 @@ def text_comparison(cset, *, header: str = "") -> str:
     base = ", ".join(f"{w}: {v}" for w, v in sorted(cset.baselines.items()))
     lines = [header] if header else []
     lines.append(f"baselines ({base}); in-boot: geometric mean of paired block ratios, "
-                 "t interval on a hierarchical-bootstrap SE; kernel builds: one normalized "
+                 "t interval on a two-level random-effects SE; kernel builds: one normalized "
                  f"value per boot, Welch t; {corr}-adjusted per arch/accel/CPU/workload, alpha "
                  f"{cset.alpha:g}")
     lines.append(comparison_table(cset).text())

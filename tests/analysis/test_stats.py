@@ -84,7 +84,7 @@ def test_ci_coverage_is_near_nominal_over_seeds():
     for seed in range(trials):
         rng = np.random.default_rng(seed)
         groups = [rng.normal(truth + rng.normal(0, 0.003), 0.03, 8) for _ in range(2)]
-        e = effects.paired(groups, n_resamples=400, seed=seed)
+        e = effects.paired(groups)
         covered += e.low <= truth <= e.high
     assert 0.90 * trials <= covered <= 0.99 * trials, covered
 
@@ -199,14 +199,14 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
     null = []
     for k in range(60):
         null += gen(rng, reps=10, cv=0.05, op=f"op{k}")
-    aa = stats.aa_control(null, n_resamples=300)
+    aa = stats.aa_control(null)
     assert aa.n_judged == 240
     assert aa.n_significant <= _upper(aa.n_judged)
     inj = []
     for k in range(2):
         inj += gen(rng, reps=10, cv=0.02, copy_factor=0.97, op=f"op{k}",
                    params='{"aa_inject_mb":1}')
-    rep = stats.aa_control(inj, n_resamples=300)
+    rep = stats.aa_control(inj)
     kinds = {r.kind for r in rep.results}
     assert kinds == {"inject"} and rep.n_judged == 0      # not counted as A/A
     assert stats.calibration_line(rep).endswith("injected barrier detected 8 of 8")
@@ -215,13 +215,12 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
 
 def test_calibration_fails_when_the_barrier_is_missed_or_aa_is_too_often_significant():
     rng = np.random.default_rng(78)
-    missed = stats.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}'),
-                              n_resamples=200)
+    missed = stats.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}'))
     assert "detected in only 0 of 4" in stats.calibration_failed(missed)[0]
     biased = []
     for k in range(10):
         biased += gen(rng, reps=10, cv=0.01, copy_factor=0.95, op=f"op{k}")
-    bad = stats.aa_control(biased, n_resamples=200)
+    bad = stats.aa_control(biased)
     assert "A/A false positives 40 of 40" in stats.calibration_failed(bad)[0]
 
 
@@ -230,7 +229,7 @@ def test_boot_level_aa_uses_the_normalized_kernel_values():
     module copy in the same boot, the two halves agree."""
     rng = np.random.default_rng(4)
     s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.10)
-    aa = stats.aa_control(s, n_resamples=200)
+    aa = stats.aa_control(s)
     (b,) = [r for r in aa.results if r.kind == "boot"]
     assert b.test.judged and not b.significant and (b.test.n_a, b.test.n_b) == (3, 3)
 

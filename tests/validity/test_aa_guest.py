@@ -40,7 +40,7 @@ def aa_boots(tmp_path_factory):
 
 def aa_verdicts(samples, alpha=stats.ALPHA) -> dict:
     """{(op, variant): verdict} of copy 1 vs copy 0, Holm-adjusted over the family."""
-    aa = stats.aa_control(samples, boots=False, n_resamples=500, alpha=alpha)
+    aa = stats.aa_control(samples, boots=False, alpha=alpha)
     judged = [r for r in aa.results if r.test.judged]
     padj = stats.adjust([r.test.p_value for r in judged], alpha=alpha)
     return {(r.cell.op, r.variant): stats.verdict(r.test, p, alpha=alpha)
@@ -65,7 +65,7 @@ def test_aa_identical_copies_show_no_significant_difference(aa_boots):
 def test_aa_false_positives_per_boot_are_consistent_with_alpha(aa_boots):
     k = n = 0
     for b in aa_boots:
-        aa = stats.aa_control(b, boots=False, n_resamples=500)
+        aa = stats.aa_control(b, boots=False)
         k += aa.n_significant
         n += aa.n_judged
     assert n >= AA_BOOTS * 9
@@ -77,7 +77,7 @@ def test_injected_barrier_is_detected_as_slower(tmp_path):
     # one vCPU: the guest competes less with the (shared, 2-core) host's load
     samples = boot_samples(tmp_path, "inject", 77, vcpus=1, ops="atomic_add_return,smp_load_acquire",
                            placement="percpu", reps=60, duration_ms=2, aa_inject_mb=1)
-    aa = stats.aa_control(samples, boots=False, n_resamples=500)
+    aa = stats.aa_control(samples, boots=False)
     got = {(r.cell.op, r.variant): r for r in aa.results}
     want = [("atomic_add_return", o) for o in ("full", "acquire", "release", "relaxed")]
     want.append(("smp_load_acquire", "acquire"))
