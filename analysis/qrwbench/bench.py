@@ -325,7 +325,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
              + (f", within {m.budget_min} min" if m.budget_min else "")
              if m.max_boots > m.boots else ""))
 
-    def one(b: matrix.Boot, tag: str) -> None:
+    def one(b: matrix.Boot, tag: str, left: int | None = None) -> None:
+        """Boot b (unless stored); ``left``: boots still to go, for the ETA."""
         nonlocal done, skipped
         rid = run_id(b, rig, nonce, m.pin)
         rdir = runs / rid
@@ -337,10 +338,9 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             return
         measured = done + len(failures)
         eta = ""
-        if measured and tag.startswith("["):
-            per = (time.monotonic() - t0) / measured
-            left = int(per * (len(boots) - int(tag[1:].split("/")[0]) + 1))
-            eta = f" ETA {left // 60}:{left % 60:02d}"
+        if measured and left is not None:
+            s = int((time.monotonic() - t0) / measured * left)
+            eta = f" ETA {s // 60}:{s % 60:02d}"
         print(f"{tag}{eta} {b.cell.label()} boot {b.index + 1} "
               f"(console: {rdir / 'console.log'})", flush=True)
         st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb,
@@ -354,9 +354,10 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             print(f"  FAILED: {st['reason']}", flush=True)
 
     for i, b in enumerate(boots, 1):
-        one(b, f"[{i}/{len(boots)}]")
+        one(b, f"[{i}/{len(boots)}]", left=len(boots) - i + 1)
     rnd = 0
-    while m.max_boots > m.boots:
+    over_budget = False
+    while m.max_boots > m.boots and not over_budget:
         samples = store.load_samples(conn, run_ids=list(run_cell))
         if not samples:
             break
@@ -372,14 +373,12 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
               f"({cset.summary_line()}); {elapsed / 60:.1f} min spent"
               + (f" of {m.budget_min}" if m.budget_min else ""), flush=True)
         for k, key in enumerate(keys, 1):
-            if time.monotonic() - t0 + per > plan.budget_s:
-                for rest in keys[k - 1:]:
-                    plan.cells[rest].ended_by = planner.BUDGET
-                break
-            one(matrix.boot(m, by_key[key], plan.cells[key].boots), f"round {rnd} [{k}/{len(keys)}]")
-        else:
-            continue
-        break
+            over_budget = over_budget or time.monotonic() - t0 + per > plan.budget_s
+            if over_budget:
+                plan.cells[key].ended_by = planner.BUDGET
+            else:
+                one(matrix.boot(m, by_key[key], plan.cells[key].boots),
+                    f"round {rnd} [{k}/{len(keys)}]")
     ends = planner.ended_by_counts(plan)
     store.save_plan(conn, rig["rig_commit"],
                     {k: (st.boots, st.failed, st.ended_by or planner.TARGET)

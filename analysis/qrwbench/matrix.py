@@ -27,6 +27,8 @@ TARGET_KEYS = {"arch": str, "accel": str, "cpu": str, "optional": bool}
 WORKLOAD_KEYS = {"name": str, "variants": list, "vcpus": list, "max_vcpus": int, "params": dict}
 BASE_CONFIG = TOP / "kernel" / "configs" / "base.config"
 MAX_BOOTS = 10000          # boots per cell
+# CI half-width targets of the stopping rule (planner.py), percent
+DEFAULT_TARGET_PCT = {"in-boot": 2.0, "kernel": 5.0}
 MAX_TIMEOUT_S = 86400      # one boot
 MIN_MEM_MB = 64            # the guests' kernel and initramfs need about 40 MiB
 MAX_MEM_MB = 1 << 20       # and at most the host's memory
@@ -117,8 +119,8 @@ class Matrix:
     pin: bool = False      # bind vCPU threads to host CPUs (pin.py)
     max_boots: int = 0     # the stopping rule may boot a cell up to this often (planner.py)
     budget_min: int = 0    # ... within this wall time for the whole matrix (0: no limit)
-    target_pct: float = 2.0         # CI half-width targets: in-boot comparisons
-    kernel_target_pct: float = 5.0  # and kernel builds
+    target_pct: float = DEFAULT_TARGET_PCT["in-boot"]   # CI half-width targets
+    kernel_target_pct: float = DEFAULT_TARGET_PCT["kernel"]
     targets: list = field(default_factory=list)     # dicts
     workloads: list = field(default_factory=list)   # dicts
 
@@ -282,8 +284,8 @@ def load(path: str | Path) -> Matrix:
     m = Matrix(path=path, boots=run.get("boots", 1), timeout_s=run.get("timeout_s", 300),
                mem_mb=run.get("mem_mb", 256), seed=run.get("seed", 1), pin=run.get("pin", False),
                budget_min=run.get("budget_min", 0),
-               target_pct=float(run.get("target_pct", 2.0)),
-               kernel_target_pct=float(run.get("kernel_target_pct", 5.0)))
+               target_pct=float(run.get("target_pct", DEFAULT_TARGET_PCT["in-boot"])),
+               kernel_target_pct=float(run.get("kernel_target_pct", DEFAULT_TARGET_PCT["kernel"])))
     m.max_boots = run.get("max_boots", m.boots)
     workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
     mem_hi = min(MAX_MEM_MB, targets.host_mem_mb())

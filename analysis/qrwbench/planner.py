@@ -15,6 +15,7 @@ the report next to each comparison.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from . import stats
@@ -72,11 +73,8 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict) -> list:
     return out
 
 
-def ended_by_counts(plan: Plan) -> dict:
-    n: dict = {}
-    for st in plan.cells.values():
-        n[st.ended_by or TARGET] = n.get(st.ended_by or TARGET, 0) + 1
-    return n
+def ended_by_counts(plan: Plan) -> Counter:
+    return Counter(st.ended_by or TARGET for st in plan.cells.values())
 
 
 def comparison_ended_by(c: stats.Comparison, target_pct: dict, run_cell: dict,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, history, outputs, planner, plots, stats, store, tables
+from . import codeid, gitutil, history, matrix, outputs, planner, plots, stats, store, tables
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -131,15 +131,14 @@ def _agreement(cset) -> list[list[str]]:
     return rows
 
 
-def mark_ended_by(conn, sel: Selection, cset) -> None:
-    """Each comparison's stopping reason, from the plan `make bench` stored."""
-    ended = store.load_plan(conn, sel.rig_commit)
+def mark_ended_by(cset, runs: list[dict], ended: dict) -> None:
+    """Each comparison's stopping reason, from the plan `make bench` stored
+    (``store.load_plan``; judged against the default targets)."""
     if not ended:
         return
-    run_cell = {r["run_id"]: store.run_cell_key(r) for r in sel.runs}
-    targets = {"in-boot": stats.TARGET_PCT["in-boot"], "kernel": stats.TARGET_PCT["kernel"]}
+    run_cell = {r["run_id"]: store.run_cell_key(r) for r in runs}
     for c in cset.comparisons:
-        c.ended_by = planner.comparison_ended_by(c, targets, run_cell, ended)
+        c.ended_by = planner.comparison_ended_by(c, matrix.DEFAULT_TARGET_PCT, run_cell, ended)
 
 
 def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.ALPHA,
@@ -151,7 +150,7 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples, identical=identical)
     aa = stats.aa_control(sel.samples, alpha=alpha)
-    mark_ended_by(conn, sel, cset)
+    mark_ended_by(cset, sel.runs, store.load_plan(conn, sel.rig_commit))
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
     ok_ids = sorted({s["run_id"] for s in sel.samples})
@@ -578,10 +577,7 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                n_resamples=n_resamples,
                                identical=audit.is_identical if audit else None)
     aa = stats.aa_control(samples, alpha=alpha)
-    if ended:
-        run_cell = {r["run_id"]: store.run_cell_key(r) for r in sel.runs}
-        for c in cset.comparisons:
-            c.ended_by = planner.comparison_ended_by(c, dict(stats.TARGET_PCT), run_cell, ended)
+    mark_ended_by(cset, sel.runs, ended)
     failed = [r for r in sel.runs if r["status"] == "failed"]
     text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
     text += "\n" + _aa_summary(aa)
@@ -594,11 +590,6 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
     # last: the lines tools read (CALIBRATION FAILED, when it is, just before them)
     lines = summary_lines(cset, aa)
     return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])
-
-
-def comparison_text(conn, *, rig_commit: str | None = None, **kw) -> str:
-    """:func:`compare_text` on an open connection for one rig commit (None: latest)."""
-    return compare_text(conn, commit=rig_commit or "latest", **kw)
 
 
 if __name__ == "__main__":

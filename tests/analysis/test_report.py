@@ -169,14 +169,14 @@ def test_kernel_audit_format_labels_kernel_build_comparisons(results_db, tmp_pat
     assert all(tables.IDENTICAL in rows[i + 1] for i in kernel_rows)
 
 
-def test_comparison_text_on_an_open_connection(results_db):
+def test_compare_text_on_an_open_connection(results_db):
     db, _ = results_db
     conn = store.connect(db)
     try:
-        text = report.comparison_text(conn, rig_commit="1" * 40, n_resamples=200)
+        text = report.compare_text(conn, commit="1" * 40, n_resamples=200)
         assert "rig commit 111111111111" in text
         with pytest.raises(QrwbenchError, match="no results for rig commit"):
-            report.comparison_text(conn, rig_commit="9" * 40)
+            report.compare_text(conn, commit="9" * 40)
     finally:
         conn.close()
 
