@@ -12,6 +12,7 @@ The selection is one rig commit (default: the one with the most recent run;
 from __future__ import annotations
 
 import html
+import json
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -131,12 +132,22 @@ def _agreement(cset) -> list[list[str]]:
     return rows
 
 
+def _matrix_cell(run: dict) -> matrix.Cell:
+    """The matrix cell a stored run booted (its key is what the plan stores)."""
+    try:
+        params = json.loads(run.get("cell_params") or "{}")
+    except ValueError:
+        params = {}
+    return matrix.Cell(run["arch"], run["accel"], run["cpu_model"], run["kernel_variant"],
+                       run["workload"], run["vcpus"], tuple(sorted(params.items())))
+
+
 def mark_ended_by(cset, runs: list[dict], ended: dict) -> None:
     """Each comparison's stopping reason, from the plan `make bench` stored
     (``store.load_plan``; judged against the default targets)."""
     if not ended:
         return
-    run_cell = {r["run_id"]: store.run_cell_key(r) for r in runs}
+    run_cell = {r["run_id"]: _matrix_cell(r).key() for r in runs}
     for c in cset.comparisons:
         c.ended_by = planner.comparison_ended_by(c, matrix.DEFAULT_TARGET_PCT, run_cell, ended)
 

@@ -33,8 +33,7 @@ from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
 SCHEMA_VERSION = 4
-MAX_META_BYTES = 1 << 20
-INT64_MAX = (1 << 63) - 1   # provenance.json / status.json
+MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 
 CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
                 "placement", "params")
@@ -396,7 +395,7 @@ def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
         return None if v is None else int(bool(v))
 
     def num(v):
-        return v if type(v) is int and -INT64_MAX <= v <= INT64_MAX else None
+        return v if type(v) is int and -records.INT64_MAX <= v <= records.INT64_MAX else None
 
     return {
         "run_id": prov["run_id"], "status": state, "reason": reason,
@@ -501,17 +500,6 @@ def load_plan(conn, rig_commit: str | None) -> dict:
         return {}
     return {r["cell"]: r["ended_by"] for r in conn.execute(
         "SELECT cell, ended_by FROM plan_cells WHERE rig_commit = ?", (rig_commit,))}
-
-
-def run_cell_key(run: dict) -> str:
-    """The matrix cell key (matrix.Cell.key) of a stored run."""
-    try:
-        params = json.loads(run.get("cell_params") or "{}")
-    except ValueError:
-        params = {}
-    return json.dumps({"arch": run["arch"], "accel": run["accel"], "cpu": run["cpu_model"],
-                       "variant": run["kernel_variant"], "workload": run["workload"],
-                       "vcpus": run["vcpus"], "params": params}, sort_keys=True)
 
 
 def has_run(conn, run_id: str) -> bool:
