@@ -1112,7 +1112,7 @@ static unsigned long qrwb_batch_for(u64 cost_ps)
 	return roundup_pow_of_two((unsigned long)b);
 }
 
-/* atomics: each op id's block, the first op id of the same op name */
+/* each op id's block: the first op id of the same op name (set by qrwb_parse_ops) */
 static unsigned int qrwb_op_block[QRWB_NOPS];
 
 static void qrwb_init_op_blocks(void)
@@ -1150,7 +1150,7 @@ static void qrwb_calibrate_atomics(void)
 		}
 		for (k = 0; k < QRWB_NOPS; k++)
 			if (qrwb_op_selected[k] &&
-			    !strcmp(qrwb_op_name[k], qrwb_op_name[i]))
+			    qrwb_op_block[k] == qrwb_op_block[i])
 				c = min(c, cost[k]);
 		qrwb_op_batch[i] = qrwb_batch_for(c);
 		bmin = min(bmin, qrwb_op_batch[i]);
@@ -1240,7 +1240,6 @@ static int qrwb_run_atomics(void)
 	if (ret)
 		return ret;
 
-	qrwb_init_op_blocks();
 	qrwb_calibrate_atomics();
 	for (round = 0; round < cfg.warmup_reps + cfg.reps; round++) {
 		measured = qrwb_measured_round(round, &rep);
@@ -1483,9 +1482,10 @@ static int qrwb_parse_ops(void)
 	static char names[1024];
 	char list[1025], *p, *tok;
 	size_t len = 0;
-	unsigned int i, k;
+	unsigned int i;
 	bool any;
 
+	qrwb_init_op_blocks();
 	for (i = 0; i < QRWB_NOPS; i++)
 		qrwb_op_selected[i] = !strcmp(cfg.ops, "all");
 	/* the harness overhead is measured in every rep */
@@ -1508,10 +1508,7 @@ static int qrwb_parse_ops(void)
 		if (any)
 			continue;
 		for (i = 0; i < QRWB_NOPS; i++) {
-			for (k = 0; k < i; k++)
-				if (!strcmp(qrwb_op_name[k], qrwb_op_name[i]))
-					break;
-			if (k == i)
+			if (qrwb_op_block[i] == i)	/* first of its name */
 				len += scnprintf(names + len, sizeof(names) - len,
 						 "%s%s", len ? " " : "",
 						 qrwb_op_name[i]);
