@@ -9,47 +9,33 @@ Exit status: 0 ok, 1 a regression was found (regress), 2 bad input (one-line
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import sqlite3
 import sys
 
 from . import stats, store
-from .errors import QrwbenchError, db_error
+from .errors import ArgParser, QrwbenchError, db_error
 
 
-def _fraction_pct(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < v < 100:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage in (0, 100)")
-    return v / 100.0
+def _number(lo: float, hi: float, what: str, *, lo_closed=False, scale=1.0):
+    """An argparse type: a finite number in (lo, hi) ([lo, hi) with
+    ``lo_closed``), times ``scale``; else one line naming the range."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (math.isfinite(v) and (lo <= v if lo_closed else lo < v) and v < hi):
+            raise argparse.ArgumentTypeError(what.format(text=repr(text)))
+        return v * scale
+    return parse
 
 
-def _effect_pct(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(v) and 0 <= v < 100):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage in [0, 100)")
-    return v
-
-
-def _alpha(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"alpha {text!r} must be in (0, 1)")
-    return v
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):           # one line, status 2, like QrwbenchError
-        self.exit(2, f"qrwbench: error: {message}\n")
+_fraction_pct = _number(0, 100, "{text} must be a percentage in (0, 100)", scale=0.01)
+_effect_pct = _number(0, 100, "{text} must be a percentage in [0, 100)", lo_closed=True)
+_alpha = _number(0, 1, "alpha {text} must be in (0, 1)")
+_Parser = functools.partial(ArgParser, command="qrwbench")   # one line, status 2
 
 
 def _stats_options(p):
