@@ -29,16 +29,46 @@ from .errors import QrwbenchError
 
 MARKER = ".qrwbench-output"
 
-# Outputs written before the marker existed: a directory holding only these
-# names (of the rig's own files) is taken as an earlier output of the kind.
+# Outputs written before the marker existed: a directory is taken as an
+# earlier output of a kind only when everything in it, recursively, is what
+# the rig wrote there: these files, and these subdirectories with their own
+# rule ("plots": only .png/.svg files; "run": a run directory; "runs": only
+# run directories). Anything else in it, and it is refused.
+_RUN_FILES = {"provenance.json", "status.json", "status.json.tmp", "console.log", "qemu.cmd",
+              "perf.csv", "perf-kvm.txt", "perf-kvm.data"}
 LEGACY = {
-    "report": {"index.html", "report.md", "plots"},
-    "audit": {"audit.json", "audit.txt", "audit.json.tmp"},
-    "torture": {"report.md", "runs"},
-    "perf": {"perf.data", "perf.data.old", "report.txt", "hot.txt", "run"},
-    "run": {"provenance.json", "status.json", "status.json.tmp", "console.log", "qemu.cmd",
-            "perf.csv", "perf-kvm.txt", "perf-kvm.data"},
+    "report": ({"index.html", "report.md"}, {"plots": "plots"}),
+    "audit": ({"audit.json", "audit.txt", "audit.json.tmp"}, {}),
+    "torture": ({"report.md"}, {"runs": "runs"}),
+    "perf": ({"perf.data", "perf.data.old", "report.txt", "hot.txt"}, {"run": "run"}),
+    "run": (_RUN_FILES, {}),
 }
+
+
+def _only_files(d: Path, ok) -> bool:
+    return all(p.is_file() and not p.is_symlink() and ok(p.name) for p in d.iterdir())
+
+
+def _legacy(path: Path, kind: str) -> bool:
+    """True when ``path`` holds exactly what an unmarked output of ``kind`` held."""
+    files, dirs = LEGACY.get(kind, (set(), {}))
+    entries = list(path.iterdir())
+    if not entries or (kind == "run" and not (path / "provenance.json").is_file()):
+        return False
+    for e in entries:
+        if e.is_symlink():
+            return False
+        if e.is_file() and e.name in files:
+            continue
+        rule = dirs.get(e.name) if e.is_dir() else None
+        if rule == "plots" and _only_files(e, lambda n: n.endswith((".png", ".svg"))):
+            continue
+        if rule == "run" and owned(e, "run"):
+            continue
+        if rule == "runs" and all(r.is_dir() and owned(r, "run") for r in e.iterdir()):
+            continue
+        return False
+    return True
 
 
 def _kind_of(path: Path) -> str | None:
@@ -59,10 +89,9 @@ def owned(path: Path, kind: str) -> bool:
     if (path / MARKER).exists():
         return False
     try:
-        names = {p.name for p in path.iterdir()}
+        return _legacy(path, kind)
     except OSError:
         return False
-    return bool(names) and names <= LEGACY.get(kind, set())
 
 
 def check(path, kind: str, what: str | None = None) -> Path:

@@ -104,6 +104,21 @@ def test_a_report_into_a_legacy_report_directory_replaces_it(tmp_path, db, capsy
     (out / "report.md").write_text("old")
     code, _ = report_cli(db, out, capsys)
     assert code == 0 and (out / "index.html").read_text() != "old"
+    # the same names with anything of the user's inside are not a report
+    mixed = tmp_path / "mixed"
+    (mixed / "plots").mkdir(parents=True)
+    (mixed / "index.html").write_text("mine")
+    (mixed / "plots" / "thesis.tex").write_text("mine")
+    code, cap = report_cli(db, mixed, capsys)
+    assert code == 2 and "not a qrwbench report directory" in cap.err
+    assert (mixed / "plots" / "thesis.tex").read_text() == "mine"
+    # a run directory without its provenance.json is not a run either
+    with pytest.raises(QrwbenchError, match="not a qrwbench run directory"):
+        d = tmp_path / "r"
+        d.mkdir()
+        (d / "console.log").write_text("mine")
+        outputs.fresh_dir(d, "run")
+    assert (d / "console.log").read_text() == "mine"
 
 
 def test_two_reports_to_one_out_at_once_are_serialized(tmp_path, db):
