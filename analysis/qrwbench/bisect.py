@@ -20,9 +20,11 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
   ``stats.stable_samples``);
 * compare with GOOD's boots (``regress.compare_commits``: one value per boot,
   normalized by the module's acqrel copy in the same boot, Welch's t with its
-  CI, Holm-adjusted): a CI wider than +-threshold is not judged, and
-  ``--boots`` more boots are measured once (still not judged: 125, skip); a
-  regression of any metric beyond the threshold: 1 (bad), else 0 (good). A
+  CI, Holm-adjusted): a regression of any metric beyond the threshold: 1
+  (bad); every CI inside +-threshold (or an improvement): 0 (good); a CI
+  that holds both no change and a threshold-sized one is not judged, and
+  ``--boots`` more boots of the commit (and of GOOD while it has fewer) are
+  measured, up to ``MORE_ROUNDS`` times (still not judged: 125, skip). A
   broken rig (no DB, ...): 128 (abort).
 
 Bad input (unknown commit, dirty tree, CELL matching nothing, GOOD not an
@@ -45,6 +47,7 @@ from .errors import ArgParser, QrwbenchError, db_error
 from .targets import TOP
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+MORE_ROUNDS = 3     # a step not judged measures BOOTS more boots up to this many times
 RUNNER = TOP / "bench" / "bisect-step.sh"
 
 
@@ -126,9 +129,16 @@ def oracle(state: dict, sha: str) -> int:
             log(f"{sha[:12]}: skip (125): {e}")
             return SKIP
         code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
-        if unstable(res):
-            log(f"{sha[:12]}: unstable ({describe(res)}): measuring {state['boots']} more boots once")
+        for more in range(1, MORE_ROUNDS + 1):
+            if not unstable(res):
+                break
+            sides = "it" if len(good) > len(runs) else "it and GOOD"
+            log(f"{sha[:12]}: not judged ({describe(res)}): measuring {state['boots']} more boots "
+                f"of {sides} (round {more} of {MORE_ROUNDS})")
             runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), more=True)
+            if len(good) < len(runs):
+                good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]),
+                              more=True)
             code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
         word = {GOOD: "good", BAD: "bad", SKIP: "skip"}[code]
         log(f"{sha[:12]} {ktree.git(wd.linux, 'log', '-1', '--format=%s', sha).strip()}: "

@@ -11,13 +11,15 @@ metric by metric (cell x variant, copy 0), with the machinery of `make bench`
    cancels the boot's and the host's speed; else the boot's mean log
    throughput (``stats.boot_values``);
 1. the change is Welch's t on those values (``effects.boots``: >= 2 boots a
-   side), with its 95 % CI; a CI wider than +-threshold cannot tell a
-   threshold-sized change and is "could not judge" (bisect then measures
-   more boots once);
-2. Holm-adjusted over all judged metrics, a metric regressed when the
-   adjusted p < alpha, the CI excludes 0 and the change is at least
-   ``threshold`` slower (default 5 %); improvements mirror it; a "no change"
-   whose CI lies inside +-threshold says "equivalent within +-m %".
+   side), with its 95 % CI;
+2. three outcomes per metric, p Holm-adjusted over the metrics:
+   "regression" when the adjusted p < alpha, the CI excludes 0 and the
+   estimate is at least ``threshold`` slower (default 5 %; "improvement"
+   mirrors it); "no change, equivalent within +-m %" when the whole CI lies
+   inside +-threshold (a threshold-sized change is excluded); anything else
+   (the CI holds both no change and a threshold-sized one, or a significant
+   change smaller than the threshold whose CI reaches it) is "could not
+   judge": more boots decide it (bisect measures them).
 
 The output follows the kernel test robot's (0-day/LKP) reports; the exit
 status is 1 when anything regressed, 0 otherwise (2 for bad input, from the CLI).
@@ -35,7 +37,6 @@ from . import effects, gitutil, history, stats, store
 from .errors import QrwbenchError
 
 DEFAULT_THRESHOLD = 0.05
-MAX_HALF_WIDTH = 1.0      # a CI wider than +-THRESHOLD cannot tell a THRESHOLD change: not judged
 REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (
     "regression", "improvement", "no change", "could not judge")
 
@@ -124,26 +125,31 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
         r.test = stats._effect_test(e, "boot", stats._NO_SUMMARY, stats._NO_SUMMARY)
         if not e.judged:
             r.why = e.why
-        elif e.half_width_pct > MAX_HALF_WIDTH * threshold * 100:
-            r.why = (f"CI +-{e.half_width_pct:.1f} % is wider than {MAX_HALF_WIDTH:g} x the "
-                     f"threshold ({threshold:.0%}): measure more boots")
-            r.test.judged = False
         results.append(r)
     judged = [r for r in results if r.test is not None and r.test.judged]
+    t = threshold * 100
     for r, p in zip(judged, stats.adjust([r.test.p_value for r in judged], alpha=alpha,
                                          correction=correction)):
         r.p_adjusted = float(p)
         e = r.effect
+        low, high = effects.pct(e.low), effects.pct(e.high)
         significant = e.significant(p, alpha)
-        if significant and r.test.ratio <= 1.0 - threshold:
+        if -t < low and high < t:
+            r.status = NO_CHANGE
+            m = max(abs(low), abs(high))
+            r.why = f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
+        elif significant and r.test.ratio <= 1.0 - threshold:
             r.status = REGRESSION
         elif significant and r.test.ratio >= 1.0 + threshold:
             r.status = IMPROVEMENT
         else:
-            r.status = NO_CHANGE
-            m = max(abs(effects.pct(e.low)), abs(effects.pct(e.high)))
-            if m <= threshold * 100:
-                r.why = f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
+            r.status = NOT_JUDGED
+            r.test.judged = False
+            what = ("a change smaller than the threshold whose CI reaches it" if significant
+                    else f"includes both no change and a {threshold:.0%} change")
+            r.why = (f"{effects.pct(e.estimate):+.1f} % [{low:+.1f}, {high:+.1f}] {what}: "
+                     "measure more boots")
+    return results
     return results
 
 
@@ -246,7 +252,8 @@ def format_report(res: RegressResult) -> str:
              f"{'Holm' if res.correction == 'holm' else 'Benjamini-Hochberg'}-adjusted "
              f"Welch p < {res.alpha:g} and a 95% CI of the change excluding 0;",
              "one value per boot (normalized by the module's acqrel copy in the same "
-             "boot where measured); a CI wider than +-threshold is not judged", ""]
+             "boot where measured); no change when the whole CI lies inside "
+             "+-threshold, else not judged", ""]
     for r in sorted(res.results, key=lambda r: (r.status != REGRESSION, r.metric)):
         if r.status in (REGRESSION, IMPROVEMENT):
             lines.append(f"{r.test.pct_change:+.1f}% {r.status} of {r.metric} due to commit "

@@ -125,7 +125,8 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
     lines = [f"qrwbench bench-series: {ktree.cell_text(cell)}",
              f"rule: each commit vs the one before (regress.compare_commits): one value per boot, "
              f"normalized by the module's acqrel copy where measured; change beyond "
-             f"{threshold:.0%} with Holm-adjusted Welch p < {alpha:g} and a CI excluding 0", ""]
+             f"{threshold:.0%} with Holm-adjusted Welch p < {alpha:g} and a CI excluding 0; "
+             f"no change when the CI lies inside +-{threshold:.0%}, else not judged", ""]
     unit = "kernel/module ratio" if ktree.ratio_mode(cell) else "Mops/s"
     prev = None
     metrics = sorted({(stats.Cell.of(x), x["variant"]) for v in samples.values() for x in v

@@ -105,7 +105,38 @@ def test_unstable_samples_could_not_judge(tmp_path, repo):
     res = regress.regress(db, target=shas[7], repo=path)
     assert res.exit_code == 0
     assert res.results and all(r.status == regress.NOT_JUDGED for r in res.results)
-    assert "could not judge qrwbench." in res.text() and "is wider than 1 x the threshold" in res.text()
+    assert "could not judge qrwbench." in res.text()
+    assert "includes both no change and a 5% change: measure more boots" in res.text()
+
+
+def test_a_clear_regression_is_judged_with_a_ci_wider_than_the_threshold(tmp_path, repo):
+    """The CI failure of 2026-12-03: one barrier measured -7.4 % with a CI of
+    +-5.1 %, and the old rule (a CI wider than +-threshold is not judged) could
+    not call it. A 15 % step with boots differing by 6 %: the CI is wider
+    than +-5 % but excludes no change, and the estimate is beyond 5 %."""
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [0.85], boot_cv=0.06)
+    res = regress.regress(db, target=shas[7], repo=path)
+    widths = [r.effect.half_width_pct for r in res.results]
+    assert min(widths) > 5, widths
+    assert res.exit_code == 1
+    assert res.results and all(r.status == regress.REGRESSION for r in res.results)
+
+
+def test_a_small_change_whose_ci_reaches_the_threshold_is_not_no_change(tmp_path, repo):
+    """Significantly slower by less than the threshold, with a CI reaching
+    past it: neither a regression nor "no change" (bisect must not call it good)."""
+    path, shas = repo
+    db = _fill(tmp_path, shas, [1.0] * 7 + [0.97], boot_cv=0.02)
+    res = regress.regress(db, target=shas[7], repo=path)
+    for r in res.results:
+        low = r.effect.low
+        if r.status == regress.NO_CHANGE:
+            assert np.expm1(low) * 100 > -5, r.why
+        else:
+            assert r.status == regress.NOT_JUDGED, r.status
+    assert any(r.status == regress.NOT_JUDGED for r in res.results), [
+        (r.status, r.why) for r in res.results]
 
 
 def test_identical_commits_are_equivalent(tmp_path, repo):
