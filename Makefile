@@ -28,7 +28,7 @@ ALL_VARIANTS := $(patsubst variant-%,%,$(basename $(notdir $(wildcard kernel/con
 KERNELS     := $(foreach a,$(ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
 # The kernels `make test` boots and disassembles (the relaxed ones are only
 # configured there: their .config is checked, nothing boots them).
-TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full
+TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full arm64-allfull
 RESULTS_DB  ?= results/qrwbench.sqlite
 export RESULTS_DB PY
 
@@ -68,7 +68,8 @@ kernels: tree
 
 test-kernels: tree
 	$(call build-kernels,$(TEST_KERNELS))
-	@for a in $(ARCHES); do kernel/scripts/build-kernel.sh $$a relaxed --config-only >/dev/null || exit 1; done
+	@for a in $(ARCHES); do for v in relaxed allfull; do \
+		kernel/scripts/build-kernel.sh $$a $$v --config-only >/dev/null || exit 1; done; done
 
 # Out-of-tree module and initramfs per kernel build.
 build-guests = @kernel/scripts/build-kernels.sh --guests $(1)

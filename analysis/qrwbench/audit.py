@@ -52,7 +52,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from . import elfmini, outputs
+from . import elfmini, outputs, targets
 from .errors import ArgParser, QrwbenchError
 from .targets import TOP
 
@@ -175,7 +175,6 @@ def audit_elf(elf: Path, arch: str, symbols=None, pattern: str | None = None) ->
 
 # ------------------------------------------------------------ the module
 
-OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
 COPIES = ("c0", "c1", "c1mb")
 # In-module qrwlock instances (bench/module/qrwb_lock_*.c) and their functions.
 MODULE_IMPLS = ("full_c0", "acqrel_c0", "acqrel_c1", "acqrel_c1mb", "relaxed_c0")
@@ -186,9 +185,9 @@ LOOP_ALIGN = 64
 PAGE = 4096     # a TCG translation block does not chain directly across a guest page
 
 
-def op_table(path: Path = OPS_DEF) -> list[tuple[str, str]]:
-    """(op, ordering) rows of qrwb_ops.def, in table order."""
-    return re.findall(r"^QRWB_OP\((\w+), (\w+), .*\)$", Path(path).read_text(), re.M)
+def op_table() -> list[tuple[str, str]]:
+    """(op, ordering) rows of qrwb_ops.def, in table order (targets.op_orderings)."""
+    return [(op, o) for op, orderings in targets.op_orderings().items() for o in orderings]
 
 
 def lse_cap(kdir: Path | None) -> int:
@@ -496,10 +495,30 @@ def _full_barriers(arch: str, rec: dict, path: str | None = None) -> int:
     return arm64_semantics(r["order"])["dmb_full"]
 
 
+def fully_ordered_kernel(kdir: Path | None) -> bool:
+    """The kernel was built with CONFIG_ATOMICS_FULLY_ORDERED (the allfull
+    variant, kernel/patches/0003): every RMW atomic is the fully ordered one."""
+    try:
+        return kdir is not None and "CONFIG_ATOMICS_FULLY_ORDERED=y" in (kdir / ".config").read_text().splitlines()
+    except OSError:
+        return False
+
+
+def promised_ordering(op: str, ordering: str, fully_ordered: bool) -> str:
+    """What ``op``/``ordering`` must compile to: its own ordering, or "full"
+    for an op with ordering variants (a value-returning RMW atomic, xchg,
+    cmpxchg) in a kernel built with every atomic fully ordered. Void RMW ops
+    (one ordering, relaxed), barriers and acquire/release accesses keep theirs."""
+    if fully_ordered and "full" in targets.op_orderings().get(op, ()):
+        return "full"
+    return ordering
+
+
 def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
                  ops: list[tuple[str, str]] | None = None) -> dict:
     """Everything the audit says about one built module (see the module docstring)."""
     ops = ops or op_table()
+    all_full = fully_ordered_kernel(kdir)
     dis = Disasm(ko, arch)
     cap = lse_cap(kdir) if arch == "arm64" else None
     loop_names = [f"qrwb_loop_{op}_{o}_{c}" for op, o in ops for c in COPIES]
@@ -508,6 +527,7 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
     funcs = audit_functions(dis, loop_names + lock_names, cap)
     missing = [n for n in loop_names if n not in funcs]
     doc = {"arch": arch, "variant": variant, "module": str(ko), "lse_cap": cap,
+           "atomics_fully_ordered": all_full,
            "functions": funcs, "missing_loops": missing, "ops": {}, "locks": {},
            "findings": [], "misaligned": []}
     paths = ("lse", "llsc") if arch == "arm64" else (None,)
@@ -521,7 +541,8 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
         entry = {"hash": {c: r["hash"] for c, r in recs.items() if r},
                  "order": recs["c0"]["order"],
                  "copies_identical": bool(recs["c1"]) and recs["c0"]["hash"] == recs["c1"]["hash"],
-                 "promise": check_promise(arch, op, o, recs["c0"])}
+                 "promised": promised_ordering(op, o, all_full),
+                 "promise": check_promise(arch, op, promised_ordering(op, o, all_full), recs["c0"])}
         if "paths" in recs["c0"]:
             entry["paths"] = {m: {"order": p["order"], "hash": p["hash"]}
                               for m, p in recs["c0"]["paths"].items()}
@@ -534,7 +555,8 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
                                     "text": f"copy 0 and copy 1 of {op}_{o} are not identical code"})
         for f in entry["promise"]:
             doc["findings"].append({"kind": f["kind"], "op": op, "ordering": o, "path": f["path"],
-                                    "text": f"{op} ({o}) on the {f['path']} path is "
+                                    "text": f"{op} ({o}{', promised full' if o != entry['promised'] else ''}) "
+                                            f"on the {f['path']} path is "
                                             + {"stronger": "more ordered than its name",
                                                "weaker": "LESS ORDERED THAN ITS NAME PROMISES",
                                                "missing": "NOT AN ATOMIC RMW"}[f["kind"]]

@@ -62,9 +62,10 @@ def workdir(cell, root=None) -> ktree.Workdir:
 
 # ------------------------------------------------------------------ oracle
 
-def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False) -> list[str]:
+def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False, in_step=False) -> list[str]:
     """Run ids of ``cell`` at ``sha`` for this rig commit; build + boot until
-    there are ``boots`` of them (``more``: ``boots`` more)."""
+    there are ``boots`` of them (``more``: ``boots`` more). ``in_step``: called
+    from a step of `git bisect run`, whose state the checkout must keep."""
     from . import provenance
     rig = provenance.rig_state()["rig_commit"]
     have = ktree.cell_runs(conn, cell, sha, rig)
@@ -72,7 +73,7 @@ def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False) -> list[str]:
     if len(have) >= want:
         return have
     if ktree.git(wd.linux, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip() != sha:
-        ktree.checkout(wd.linux, sha)     # (a fresh private checkout has no HEAD yet)
+        ktree.checkout(wd.linux, sha, keep_bisect=in_step)  # (a fresh clone has no HEAD yet)
     variant = ktree.build_variant(wd.linux, sha, cell.variant)
     bcell = cell if variant == cell.variant else type(cell)(
         cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
@@ -124,7 +125,7 @@ def oracle(state: dict, sha: str) -> int:
         if not good:
             raise QrwbenchError(f"GOOD {state['good'][:12]} has no stored runs any more")
         try:
-            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]))
+            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), in_step=True)
         except ktree.BuildError as e:
             log(f"{sha[:12]}: skip (125): {e}")
             return SKIP
@@ -135,10 +136,13 @@ def oracle(state: dict, sha: str) -> int:
             sides = "it" if len(good) > len(runs) else "it and GOOD"
             log(f"{sha[:12]}: not judged ({describe(res)}): measuring {state['boots']} more boots "
                 f"of {sides} (round {more} of {MORE_ROUNDS})")
-            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), more=True)
+            runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), more=True,
+                          in_step=True)
             if len(good) < len(runs):
                 good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]),
-                              more=True)
+                              more=True, in_step=True)
+                # git bisect run marks whatever HEAD is when this step exits
+                ktree.checkout(wd.linux, sha, keep_bisect=True)
             code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
         word = {GOOD: "good", BAD: "bad", SKIP: "skip"}[code]
         log(f"{sha[:12]} {ktree.git(wd.linux, 'log', '-1', '--format=%s', sha).strip()}: "

@@ -214,10 +214,13 @@ def sync_clone(clone: Path, src: Path, log=print) -> None:
         "+refs/heads/*:refs/qrwb-src/heads/*", "+refs/tags/*:refs/qrwb-src/tags/*")
 
 
-def checkout(clone: Path, sha: str) -> None:
+def checkout(clone: Path, sha: str, *, keep_bisect: bool = False) -> None:
+    """Check out ``sha`` in the rig's private clone; a bisect left there is
+    reset unless ``keep_bisect`` (a step of a running `git bisect run`)."""
     if not _own_clone(clone):
         raise QrwbenchError(f"{clone} is not the rig's private checkout: not checking out there")
-    st = _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else ""
+    st = "" if keep_bisect else (
+        _git_soft(clone, "bisect", "log") if _git_soft(clone, "rev-parse", "--verify", "--quiet", "HEAD") else "")
     if st:   # a bisect interrupted before: its state would confuse git bisect start
         _git_soft(clone, "bisect", "reset", "--quiet")
     # Only in the rig's own clone (checked above), whose work directory's flock

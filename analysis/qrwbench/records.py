@@ -34,7 +34,6 @@ MAX_LINE_BYTES = 16384          # any console line, record or not
 MAX_CONSOLE_BYTES = 64 << 20    # the whole log
 
 ARCHES = ("x86_64", "arm64")
-KERNEL_VARIANTS = ("full", "acqrel", "relaxed", "unpatched")
 WORKLOADS = ("atomics", "rwlock", "hang")
 IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module"),
          "hang": ("inline", "kernel", "module")}
@@ -202,7 +201,7 @@ def check_begin(rec: dict) -> None:
     _require(rec, ("arch", "kernel_variant", "kernel_release", "workload", "seed",
                    "online_cpus", "threads", "params"), "begin")
     _str(rec, "arch", ARCHES)
-    _str(rec, "kernel_variant", KERNEL_VARIANTS)
+    _str(rec, "kernel_variant", tuple(targets.kernel_variants()))
     _str(rec, "kernel_release", maxlen=64)
     _str(rec, "workload", WORKLOADS)
     _int(rec, "seed", 0, (1 << 64) - 1)     # a u64 parameter, kept as JSON text
@@ -232,7 +231,7 @@ def check_result(rec: dict, begin: dict) -> None:
     if workload == "rwlock" and op != "rwlock":
         raise RecordError(f"rwlock result has op {op!r}, expected 'rwlock'")
     if impl == "kernel":
-        variant = _str(rec, "variant", KERNEL_VARIANTS)
+        variant = _str(rec, "variant", tuple(targets.kernel_variants()))
         if variant != begin["kernel_variant"]:
             raise RecordError(f"impl 'kernel' result has variant {variant!r} but the "
                               f"kernel is {begin['kernel_variant']!r}")

@@ -72,9 +72,14 @@ def op_orderings() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+@functools.lru_cache(maxsize=None)
+def _kernel_variants() -> tuple[str, ...]:
+    return tuple(sorted(p.name[len("variant-"):-len(".config")] for p in CONFIGS.glob("variant-*.config")))
+
+
 def kernel_variants() -> list[str]:
-    """Kernel variants, from kernel/configs/variant-*.config."""
-    return sorted(p.name[len("variant-"):-len(".config")] for p in CONFIGS.glob("variant-*.config"))
+    """Kernel variants, from kernel/configs/variant-*.config (the one list)."""
+    return list(_kernel_variants())
 
 
 def kernel_arches() -> list[str]:

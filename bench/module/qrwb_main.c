@@ -122,6 +122,9 @@ static const char * const qrwb_rw_variant[QRWB_RW_N] = {
 
 static const char *qrwb_kernel_variant(void)
 {
+	/* kernel/configs/variant-allfull.config: every atomic RMW fully ordered */
+	if (IS_ENABLED(CONFIG_ATOMICS_FULLY_ORDERED))
+		return "allfull";
 	if (IS_ENABLED(CONFIG_QRWLOCK_ORDERING_FULL))
 		return "full";
 	if (IS_ENABLED(CONFIG_QRWLOCK_ORDERING_ACQREL))

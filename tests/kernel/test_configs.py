@@ -7,7 +7,7 @@ import pytest
 
 from conftest import TOP, kernel_dir
 
-ORDERINGS = {"acqrel": "ACQREL", "full": "FULL", "relaxed": "RELAXED"}
+ORDERINGS = {"acqrel": "ACQREL", "full": "FULL", "relaxed": "RELAXED", "allfull": "ACQREL"}
 SCRIPT = TOP / "kernel" / "scripts" / "build-kernel.sh"
 
 
@@ -21,6 +21,8 @@ def test_config_has_exactly_the_requested_ordering(arch, variant):
     allow = "CONFIG_QRWLOCK_ORDERING_ALLOW_RELAXED=y" in cfg
     assert allow == (variant == "relaxed"), "the relaxed guard must be set only for relaxed"
     assert f"CONFIG_NR_CPUS=64" in cfg and "CONFIG_ATOMIC64_SELFTEST=y" in cfg
+    # kernel/patches/0003: every RMW atomic fully ordered only in allfull
+    assert ("CONFIG_ATOMICS_FULLY_ORDERED=y" in cfg) == (variant == "allfull")
 
 
 def run_script(*args, env=None):
@@ -36,7 +38,7 @@ def test_unknown_arch_lists_valid_ones():
 def test_unknown_variant_lists_valid_ones():
     r = run_script("x86_64", "sloppy")
     assert r.returncode != 0
-    assert "unknown VARIANT 'sloppy': valid are acqrel full relaxed unpatched" in r.stderr
+    assert "unknown VARIANT 'sloppy': valid are acqrel allfull full relaxed unpatched" in r.stderr
 
 
 def test_make_kernel_rejects_unknown_variant():

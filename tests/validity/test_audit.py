@@ -94,14 +94,40 @@ def test_no_ordering_compiles_weaker_than_its_name(x86, arm64):
         assert bad == [], bad
 
 
-def test_arm64_stronger_than_named_is_only_the_lse_sub_return_quirk(arm64):
-    # 6.12: __lse_atomic_sub_return##name() calls the fully ordered
-    # __lse_atomic_fetch_sub(); atomic_dec_return_* uses it too. atomic64 is fine.
-    strong = {(f["op"], f["ordering"], f["path"]) for f in arm64["findings"] if f["kind"] == "stronger"}
-    assert strong == {(op, o, "lse") for op in ("atomic_sub_return", "atomic_dec_return")
-                      for o in ("acquire", "release", "relaxed")}
-    assert arm64["ops"]["atomic_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddal"]
-    assert arm64["ops"]["atomic64_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddl"]
+@pytest.mark.parametrize("op", ["atomic_sub_return", "atomic_dec_return", "atomic64_sub_return"])
+def test_arm64_sub_return_honours_its_ordering_after_the_lse_fix(arm64, op):
+    """kernel/patches/0001: __lse_atomic_sub_return##name() calls
+    __lse_atomic_fetch_sub##name(), so every ordering has its own LSE form."""
+    e = arm64["ops"][op]
+    assert {o: e[o]["paths"]["lse"]["order"] for o in ORDERINGS} == LSE
+    assert all(e[o]["promise"] == [] for o in ORDERINGS)
+
+
+def test_arm64_nothing_compiles_stronger_than_named(arm64):
+    strong = sorted({(f["op"], f["ordering"], f["path"]) for f in arm64["findings"]
+                     if f["kind"] == "stronger"})
+    assert strong == []
+    assert not [n for n in audit.module_notes([arm64]) if "read unlock" in n["text"]]
+
+
+def test_the_build_before_the_lse_fix_is_flagged():
+    """The same audit on a module recorded before the fix (6.12 + the qrwlock
+    patch, tests/validity/data): every weaker ordering of the 32-bit
+    sub_return was ldaddal on the LSE path, the 64-bit one was right, and the
+    audit says qrwlock's read unlock is fully ordered whatever the variant."""
+    before = json.loads((TOP / "tests/validity/data/arm64-acqrel-before-lse-fix.json").read_text())
+    ops = before["ops"]
+    for op in ("atomic_sub_return", "atomic_dec_return"):
+        assert {o: ops[op][o]["paths"]["lse"]["order"] for o in ORDERINGS} == {
+            o: ["ldaddal"] for o in ORDERINGS}
+        for o in ("acquire", "release", "relaxed"):
+            got = audit.check_promise("arm64", op, o, ops[op][o])
+            assert [(f["kind"], f["path"]) for f in got] == [("stronger", "lse")], (op, o, got)
+        assert audit.check_promise("arm64", op, "full", ops[op]["full"]) == []
+    assert ops["atomic64_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddl"]
+    notes = audit.module_notes([{"arch": "arm64", "findings": before["findings"], "ops": ops}])
+    assert [n["impl"] for n in notes if "read unlock" in n["text"]] == ["module", "kernel"]
+    assert "ldaddal" in next(n["text"] for n in notes if "read unlock" in n["text"])
 
 
 def test_promise_check_can_fail():
@@ -122,6 +148,10 @@ def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
     full = arm64_full["locks"]["kernel"]["loop_paths"]["lse"]
     assert "ldadda" in acq and "casa" in acq and "stlrb" in acq
     assert "ldadda" not in full and "casal" in full and "stlrb" not in full
+    # read unlock (atomic_sub_return_release): ldaddl in acqrel since the LSE
+    # fix (ldaddal before it, whatever the variant), ldaddal in full
+    assert "ldaddl" in acq and "ldaddal" not in acq
+    assert "ldaddal" in full and "ldaddl" not in full
     assert arm64["locks"]["kernel"]["hash"] != arm64_full["locks"]["kernel"]["hash"]
 
 
@@ -135,5 +165,39 @@ def test_audit_json_labels_identical_code_through_codeid(tmp_path):
     cell = stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return", "percpu", "{}")
     assert a.is_identical(cell, "acquire", "full")
     assert not a.is_identical(cell.replace(arch="arm64"), "acquire", "full")
-    assert any("sub_return" in n["text"] and n["arch"] == "arm64" for n in a.notes)
+    assert not any("sub_return" in n["text"] and n["arch"] == "arm64" for n in a.notes)
     assert "IDENTICAL CODE: x86_64 inline atomic_add_return" in (out / "audit.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def arm64_allfull():
+    return module("arm64", "allfull")
+
+
+def test_allfull_kernel_builds_every_ordering_fully_ordered(arm64_allfull):
+    """kernel/patches/0003 (CONFIG_ATOMICS_FULLY_ORDERED, variant allfull):
+    every ordering of every RMW op compiles to the fully ordered form, so the
+    four orderings of an op are one code; barriers and acquire/release
+    loads and stores keep theirs."""
+    m = arm64_allfull
+    assert m["atomics_fully_ordered"] and m["missing_loops"] == []
+    bad = [f["text"] for f in m["findings"] if f["kind"] in ("stronger", "weaker", "missing")]
+    assert bad == [], bad
+    e = m["ops"]["atomic_add_return"]
+    assert {o: e[o]["paths"]["lse"]["order"] for o in ORDERINGS} == {o: ["ldaddal"] for o in ORDERINGS}
+    assert {o: e[o]["paths"]["llsc"]["order"] for o in ORDERINGS} == {o: LLSC["full"] for o in ORDERINGS}
+    assert [e[o]["promised"] for o in ORDERINGS] == ["full"] * 4
+    rmw = [op for op, d in m["ops"].items() if set(ORDERINGS) <= set(d)]
+    assert len(rmw) > 20
+    for op in rmw:
+        d = m["ops"][op]
+        assert len({d[o]["hash"]["c0"] for o in ORDERINGS}) == 1, op
+    # not RMW atomics: untouched
+    assert m["ops"]["smp_store_release"]["release"]["order"] == ["stlr"]
+
+
+def test_allfull_promise_is_only_for_rmw_atomics():
+    assert audit.promised_ordering("atomic_add_return", "relaxed", True) == "full"
+    assert audit.promised_ordering("atomic_add_return", "relaxed", False) == "relaxed"
+    assert audit.promised_ordering("smp_store_release", "release", True) == "release"
+    assert audit.promised_ordering("atomic_or", "relaxed", True) == "relaxed"   # void op
