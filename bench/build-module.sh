@@ -25,7 +25,7 @@ variant=${2:-}
 die() { echo "build-module: $*" >&2; exit 1; }
 
 . "$top/kernel/scripts/arch.sh"
-[ -n "$variant" ] || die "usage: build-module.sh ARCH VARIANT (VARIANT: acqrel, full, relaxed, unpatched)"
+[ -n "$variant" ] || die "usage: build-module.sh ARCH VARIANT (VARIANT: one of kernel/configs/variant-*.config)"
 
 kout=${QRWB_KOUT:-$top/build/kernels/$arch-$variant}
 mout=${QRWB_MOUT:-$top/build/modules/$arch-$variant}

@@ -686,10 +686,6 @@ def module_notes(mods: list[dict]) -> list[dict]:
     return notes
 
 
-def module_dirs() -> list[Path]:
-    return sorted(p.parent for p in (TOP / "build" / "modules").glob("*-*/qrwbench.ko"))
-
-
 def kernel_dirs() -> list[Path]:
     base = TOP / "build" / "kernels"
     return sorted(p for p in base.glob("*-*") if (p / ".qrwbench-built").exists())

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -396,7 +395,3 @@ def lock(path: Path, what: str):
         f.close()
         raise QrwbenchError(f"another {what} is running on {path.parent}: wait for it to finish") from None
     return f
-
-
-def eprint(*a):
-    print(*a, file=sys.stderr, flush=True)

@@ -292,12 +292,6 @@ def check_end(rec: dict) -> None:
     _str(rec, "crc32", pattern=_CRC_RE)
 
 
-def check_error(rec: dict) -> None:
-    _require(rec, ("errno", "stage"), "error")
-    _int(rec, "errno", 1, 4095)
-    _str(rec, "stage", ("load",))
-
-
 # ------------------------------------------------------------------ parsing
 
 def _to_text(data) -> str:

@@ -16,7 +16,6 @@
 #define QRWB_ORD_RELAXED	3
 
 #if QRWB_LK_ORD == QRWB_ORD_FULL
-#define QRWB_LK_ORD_NAME			"full"
 #define qrwb_lock_add_return(i, v)		atomic_add_return(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return(i, v)
@@ -33,7 +32,6 @@
 #define qrwb_sub(i, v)				((void)atomic_sub_return(i, v))
 #define qrwb_or(i, v)				((void)atomic_fetch_or(i, v))
 #elif QRWB_LK_ORD == QRWB_ORD_RELAXED
-#define QRWB_LK_ORD_NAME			"relaxed"
 #define qrwb_lock_add_return(i, v)		atomic_add_return_relaxed(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg_relaxed(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return_relaxed(i, v)
@@ -43,7 +41,6 @@
 #define qrwb_sub(i, v)				atomic_sub(i, v)
 #define qrwb_or(i, v)				atomic_or(i, v)
 #elif QRWB_LK_ORD == QRWB_ORD_ACQREL
-#define QRWB_LK_ORD_NAME			"acqrel"
 #define qrwb_lock_add_return(i, v)		atomic_add_return_acquire(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg_acquire(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return_release(i, v)

@@ -43,7 +43,6 @@ extern const qrwb_loop_fn qrwb_loops_c1mb[QRWB_NOPS];
 
 /* rwlock: one lock, its exclusion checker and the data it protects */
 #define QRWB_MAX_CS_LINES	64
-#define QRWB_MAX_LOCKS		64
 
 struct qrwb_line {
 	unsigned long w;
