@@ -42,7 +42,7 @@ import numpy as np
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from . import effects
+from . import effects, targets
 from .errors import QrwbenchError
 
 DEFAULT_BASELINES = {"rwlock": "acqrel", "atomics": "full"}
@@ -497,11 +497,15 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
                 continue
             a, b = variants[variant], variants[base]
             if set(a).isdisjoint(b):
-                va, na = boot_values(a, ref)
-                vb, nb = boot_values(b, ref)
+                # a kernel that recompiles the module's atomics (allfull) changes
+                # the reference copy too: both sides unnormalized then
+                r = None if any(targets.variant_recompiles_module(v) for v in (variant, base)) else ref
+                va, na = boot_values(a, r)
+                vb, nb = boot_values(b, r)
                 e = effects.boots(va, vb, confidence=confidence)
                 if not (na and nb):
-                    e.method = "boots (not normalized: no in-boot reference)"
+                    e.method = ("boots (not normalized: no in-boot reference)" if r is ref else
+                                "boots (not normalized: the variant recompiles the reference copy)")
                 level, unit = "kernel", "boot"
             else:
                 e = effects.paired(effects.block_log_ratios(a, b), confidence=confidence)

@@ -82,6 +82,20 @@ def kernel_variants() -> list[str]:
     return list(_kernel_variants())
 
 
+@functools.lru_cache(maxsize=None)
+def variant_recompiles_module(variant: str) -> bool:
+    """The variant builds every RMW atomic fully ordered (its fragment sets
+    CONFIG_ATOMICS_FULLY_ORDERED, kernel/patches/0003): the module, compiled
+    against that kernel, then has different code too, so its acqrel qrwlock
+    copy is no in-boot reference across kernels (it is elsewhere: identical
+    code in every kernel)."""
+    try:
+        return "CONFIG_ATOMICS_FULLY_ORDERED=y" in (
+            CONFIGS / f"variant-{variant}.config").read_text().splitlines()
+    except OSError:
+        return False
+
+
 def kernel_arches() -> list[str]:
     names = [p.stem for p in CONFIGS.glob("*.config")
              if p.stem != "base" and not p.stem.startswith("variant-")]

@@ -298,7 +298,7 @@ def test_two_steps_and_no_step():
 
 
 def _kernel_boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, reps=10,
-                  with_reference=True):
+                  with_reference=True, ref_factor=1.0):
     """``n_boots`` rwlock boots of one kernel variant: the kernel's rwlock
     (impl kernel, speed ``factor``) and the module's acqrel copy (impl
     module), sharing each boot's speed (CV ``boot_cv``) and each block's."""
@@ -316,7 +316,7 @@ def _kernel_boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, r
             if with_reference:
                 for v in ("acqrel", "full"):
                     out.append(dict(base, impl="module", variant=v,
-                                    throughput=20e6 * speed * phase * rng.lognormal(0, cv)))
+                                    throughput=20e6 * ref_factor * speed * phase * rng.lognormal(0, cv)))
     return out
 
 
@@ -338,6 +338,24 @@ def test_kernel_builds_are_compared_through_the_in_boot_reference():
         _kernel_boots(rng, "full", 4, factor=0.95, with_reference=False)
     (c,) = stats.compare_cells(s).comparisons
     assert "not normalized" in c.effect.method and c.kind == effects.INCONCLUSIVE, c.verdict
+
+
+def test_a_kernel_that_recompiles_the_reference_is_compared_unnormalized():
+    """allfull builds every atomic fully ordered, the module's acqrel copy
+    included: it slows with the kernel, so normalizing by it would call a
+    20 % slower kernel equivalent (shown with a variant that does not
+    recompile the module, 'full'); for allfull the raw boot values are used."""
+    rng = np.random.default_rng(7)
+    hazard = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
+        _kernel_boots(rng, "full", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
+    (c,) = [c for c in stats.compare_cells(hazard).comparisons if c.cell.impl == "kernel"]
+    assert c.kind == effects.EQUIVALENT and c.effect.method == "boots (normalized)", c.verdict
+    s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
+        _kernel_boots(rng, "allfull", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
+    (c,) = [c for c in stats.compare_cells(s, baselines={"rwlock": "acqrel"}).comparisons
+            if c.cell.impl == "kernel"]
+    assert "recompiles the reference copy" in c.effect.method
+    assert c.kind == effects.SLOWER and -25 < effects.pct(c.effect.estimate) < -15, c.verdict
 
 
 def test_one_boot_a_side_cannot_judge_kernel_builds():
