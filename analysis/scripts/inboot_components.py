@@ -1,0 +1,55 @@
+"""Usage: /usr/bin/python3 analysis/scripts/inboot_components.py DB [RIG_COMMIT]
+
+Where the width of the in-boot comparisons of `make bench` comes from, per
+family (arch, CPU model, workload, vCPUs): for each in-boot comparison, the
+SD of one paired block's log ratio (within a boot) and the SD of a boot's
+mean ratio beyond what that explains (between boots, method of moments, as
+effects.random_effects_se), with the verdicts, boots, blocks per boot and
+the CI half-width; medians per family. Where the between-boot part is ~0,
+the CI shrinks with blocks, and blocks per boot (reps) are cheaper than
+boots."""
+import collections
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from qrwbench import effects, stats, store  # noqa: E402
+
+
+def main(argv):
+    if not argv or len(argv) > 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    conn = store.connect(argv[0])
+    samples = store.load_samples(conn, rig_commit=argv[1] if len(argv) > 1 else None)
+    cset = stats.compare_cells(samples, n_resamples=100, seed=1)
+    reps = stats.group_reps(samples, copy=0)
+    fams = collections.defaultdict(list)
+    for c in cset.comparisons:
+        if c.level != "in-boot":
+            continue
+        g = effects.block_log_ratios(reps[c.cell][c.variant], reps[c.cell][c.baseline])
+        n = np.array([len(x) for x in g], dtype=float)
+        if len(g) < 2 or n.min() < 2:
+            continue
+        s2w = sum(((x - x.mean()) ** 2).sum() for x in g) / (n - 1).sum()
+        means = np.array([x.mean() for x in g])
+        between = max(0.0, means.var(ddof=1) - float((s2w / n).mean()))
+        fams[(c.cell.arch, c.cell.cpu_model, c.cell.workload, c.cell.vcpus)].append(
+            (c.kind, len(g), n.mean(), np.sqrt(s2w) * 100, np.sqrt(between) * 100,
+             c.effect.half_width_pct))
+    print("arch cpu workload vCPUs: verdicts; medians: boots, blocks/boot, block SD, "
+          "between-boot SD, CI half-width")
+    for fam in sorted(fams):
+        v = fams[fam]
+        kinds = dict(collections.Counter(x[0] for x in v))
+        med = np.median(np.array([x[1:] for x in v], dtype=float), axis=0)
+        print(f"{' '.join(map(str, fam))}: {kinds}; {med[0]:.0f} boots, {med[1]:.0f} blocks, "
+              f"{med[2]:.1f} %, {med[3]:.2f} %, +-{med[4]:.1f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
