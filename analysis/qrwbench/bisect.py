@@ -13,6 +13,10 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
 (else there is nothing to bisect). Each step (exit status for git bisect run):
 
 * build the kernel, module and initramfs at the commit (a failed build: 125, skip);
+* a commit whose vmlinux and qrwbench.ko have the same machine code as a
+  commit this bisect measured (``objdiff``: every executable section) gets
+  that commit's verdict without a boot: a comment, a documentation line or a
+  change under an unset option cannot change what the cell measures;
 * boot ``--boots`` guests (results stored with the commit as kernel_tree_commit;
   runs of the same rig commit already in the store are reused);
 * GOOD's per-boot values must pass LKP's stability rule (>= 3 boots, min-max
@@ -62,6 +66,19 @@ def workdir(cell, root=None) -> ktree.Workdir:
 
 # ------------------------------------------------------------------ oracle
 
+def _build_at(wd, cell, sha, *, in_step=False):
+    """Check out ``sha`` (unless HEAD) and build kernel, module and initramfs
+    there; returns the cell as built (the variant the commit has)."""
+    if ktree.git(wd.linux, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip() != sha:
+        ktree.checkout(wd.linux, sha, keep_bisect=in_step)  # (a fresh clone has no HEAD yet)
+    variant = ktree.build_variant(wd.linux, sha, cell.variant)
+    bcell = cell if variant == cell.variant else type(cell)(
+        cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
+    log(f"{sha[:12]}: building {cell.arch}-{variant} in {wd.obj}")
+    ktree.build(wd, cell.arch, variant, log=print)
+    return bcell
+
+
 def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False, in_step=False) -> list[str]:
     """Run ids of ``cell`` at ``sha`` for this rig commit; build + boot until
     there are ``boots`` of them (``more``: ``boots`` more). ``in_step``: called
@@ -72,16 +89,47 @@ def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False, in_step=False) 
     want = len(have) + boots if more else boots
     if len(have) >= want:
         return have
-    if ktree.git(wd.linux, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip() != sha:
-        ktree.checkout(wd.linux, sha, keep_bisect=in_step)  # (a fresh clone has no HEAD yet)
-    variant = ktree.build_variant(wd.linux, sha, cell.variant)
-    bcell = cell if variant == cell.variant else type(cell)(
-        cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
-    log(f"{sha[:12]}: building {cell.arch}-{variant} in {wd.obj}")
-    ktree.build(wd, cell.arch, variant, log=print)
+    bcell = _build_at(wd, cell, sha, in_step=in_step)
     log(f"{sha[:12]}: {want - len(have)} boots of {ktree.cell_text(bcell)}")
     ktree.measure(conn, wd, bcell, sha, want - len(have), runs_root=runs_root)
     return ktree.cell_runs(conn, cell, sha, rig)
+
+
+# ------------------------------------------------------------------ same code
+
+def code_digest(wd, cell, sha, *, in_step=False) -> str:
+    """objdiff.build_digest of vmlinux and qrwbench.ko built at ``sha``."""
+    from . import objdiff
+    _build_at(wd, cell, sha, in_step=in_step)
+    return objdiff.build_digest([wd.obj / "vmlinux", wd.module / "qrwbench.ko"])
+
+
+def _verdicts_file(state) -> Path:
+    return Path(state["workdir"]["root"]) / "verdicts.json"
+
+
+def verdicts(state) -> dict:
+    """{sha: {"digest", "verdict" (0 good / 1 bad), "how"}} of this bisect."""
+    f = _verdicts_file(state)
+    return json.loads(f.read_text()) if f.is_file() else {}
+
+
+def record_verdict(state, sha, digest, verdict, how) -> None:
+    v = verdicts(state)
+    v[sha] = {"digest": digest, "verdict": verdict, "how": how}
+    f = _verdicts_file(state)
+    tmp = f.with_name(f.name + ".tmp")
+    tmp.write_text(json.dumps(v, indent=1) + "\n")
+    tmp.replace(f)
+
+
+def same_code_as(state, digest, sha) -> tuple[str, dict] | None:
+    """(commit, its verdict record) of a commit judged in this bisect whose
+    build has the same machine code as ``sha``'s, or None."""
+    for other, rec in verdicts(state).items():
+        if other != sha and rec["digest"] == digest and rec["how"] == "measured":
+            return other, rec
+    return None
 
 
 def judge(conn, cell, good_runs, runs, *, threshold, alpha):
@@ -124,7 +172,19 @@ def oracle(state: dict, sha: str) -> int:
         good = ktree.cell_runs(conn, cell, state["good"], state["rig"])
         if not good:
             raise QrwbenchError(f"GOOD {state['good'][:12]} has no stored runs any more")
+        subject = ktree.git(wd.linux, "log", "-1", "--format=%s", sha).strip()
         try:
+            digest = code_digest(wd, cell, sha, in_step=True)
+            twin = same_code_as(state, digest, sha)
+            if twin:
+                other, rec = twin
+                code = rec["verdict"]
+                word = {GOOD: "good", BAD: "bad"}[code]
+                how = f"same machine code as {other[:12]}"
+                record_verdict(state, sha, digest, code, how)
+                log(f"{sha[:12]} {subject}: {word} ({code}): {how} (vmlinux and qrwbench.ko, "
+                    f"every executable section), which was measured {word}: not booted")
+                return code
             runs = ensure(conn, wd, cell, sha, state["boots"], Path(state["runs"]), in_step=True)
         except ktree.BuildError as e:
             log(f"{sha[:12]}: skip (125): {e}")
@@ -145,8 +205,9 @@ def oracle(state: dict, sha: str) -> int:
                 ktree.checkout(wd.linux, sha, keep_bisect=True)
             code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
         word = {GOOD: "good", BAD: "bad", SKIP: "skip"}[code]
-        log(f"{sha[:12]} {ktree.git(wd.linux, 'log', '-1', '--format=%s', sha).strip()}: "
-            f"{word} ({code}): {describe(res)}")
+        if code in (GOOD, BAD):
+            record_verdict(state, sha, digest, code, "measured")
+        log(f"{sha[:12]} {subject}: {word} ({code}): {describe(res)}")
         return code
     finally:
         conn.close()
@@ -199,9 +260,11 @@ def _run(state, cell, wd, t0) -> dict:
     ktree.sync_clone(wd.linux, Path(state["src"]), log=log)
     state_file = wd.root / "state.json"
     state_file.write_text(json.dumps(state, indent=1) + "\n")
+    _verdicts_file(state).unlink(missing_ok=True)      # verdicts are per bisect
     conn = store.connect(state["db"])
     try:
         good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]))
+        record_verdict(state, state["good"], code_digest(wd, cell, state["good"]), GOOD, "measured")
         if not good:
             raise QrwbenchError(f"GOOD {state['good'][:12]}: no boot succeeded (see build/runs)")
         ok, why = all_stable(conn, cell, good)
@@ -215,6 +278,9 @@ def _run(state, cell, wd, t0) -> dict:
     finally:
         conn.close()
     code = oracle(state, state["bad"])
+    how = verdicts(state).get(state["bad"], {}).get("how", "")
+    if code != BAD and how.startswith("same machine code"):
+        raise QrwbenchError(f"BAD {state['bad'][:12]} has the {how}: nothing to bisect")
     if code != BAD:
         raise QrwbenchError(f"BAD {state['bad'][:12]} is not judged slower than GOOD "
                             f"{state['good'][:12]} ({'unstable samples' if code == SKIP else 'no regression'}): "
@@ -272,12 +338,19 @@ def report(state: dict, result: dict) -> str:
             cell = ktree.parse_cell(state["cell"])
             good = ktree.cell_runs(conn, cell, state["good"], state["rig"])
             bad = ktree.cell_runs(conn, cell, sha, state["rig"])
+            how = verdicts(state).get(sha, {}).get("how", "measured")
+            twin = re.match(r"same machine code as ([0-9a-f]+)", how)
+            if not bad and twin:     # not booted: show the boots of the commit it equals
+                same = next(c for c in verdicts(state) if c.startswith(twin.group(1)))
+                bad = ktree.cell_runs(conn, cell, same, state["rig"])
             res = regress.compare_commits(ktree.samples_of(conn, cell, bad),
                                           ktree.samples_of(conn, cell, good),
                                           threshold=state["threshold"], alpha=state["alpha"])
         finally:
             conn.close()
         lines = [f"first bad commit: {sha} {result['subject']}"]
+        if twin:
+            lines.append(f"(it has the {how}: the boots below are {twin.group(1)}'s)")
         good_subject = ktree.git(state["workdir"]["linux"], "log", "-1", "--format=%s",
                                  state["good"]).strip()
         lines.append(regress.format_report(regress.RegressResult(

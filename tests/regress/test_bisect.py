@@ -5,19 +5,27 @@ kernel/locking/spinlock.c: on x86_64 (no preemption) `read_lock()` from the
 module calls that out-of-line function, and under TCG one more `lock addl`
 per read lock is the kind of cost a kernel developer bisects for. Each boot
 is judged through the module's own acqrel qrwlock copy measured in the same
-blocks (regress.compare_commits), which cancels the boot's speed: one
-barrier measured -7.4 % (p_adj 6e-6, 5 boots a side) and the harmless comment
--0.4 % (p_adj 0.61), where medians of raw throughput had put one barrier
-within the noise (-3.8 %, p_adj 0.42) and this test needed eight. The cell
-has one vCPU: with two (the lock line contended) the CI was +-7.5 % with 5
-boots a side and +-7.3 % with 10, wider than the 5 % threshold, so the step
-was skipped (2026-12-03). It is a one-file change, so each bisect step
-rebuilds in about a minute in the reused O= directory
-build/bisect/x86_64-acqrel/obj. (A barrier in queued_read_lock, in
-include/asm-generic/qrwlock.h, would rebuild ~95 % of the kernel per step:
-5 min each, too slow for `make test`.) The first run on a machine pays one
-full kernel build there (~6 min on 2 cores, ccache-cold); later runs about
-1 min per step.
+blocks (regress.compare_commits), which cancels the boot's speed. With one
+vCPU one barrier measured -7.4 % (p_adj 6e-6), -5.8 % and -5.1 % (p_adj 2e-6)
+with 5 boots a side: about the default 5 % threshold, so a run that measures
+-4.7 % [-7.0, -2.4] is not judged (a change smaller than the threshold
+whose CI reaches it) and a CI run failed so. This test asks for 3 %, the
+size of change it must see (`make bisect THRESHOLD=3`). With two vCPUs (the
+lock line contended) the barrier cost -7 to -20 % but the CI was +-7.5 %
+with 5 boots a side and +-7.3 % with 10 (2026-12-03).
+
+The two harmless commits (a comment in spinlock.c, a documentation line)
+build to the same machine code as GOOD and as the barrier commit: the oracle
+gives them those verdicts without a boot (objdiff), where measuring the
+comment had once given -5.1 % [-16.1, +7.5] on a loaded host, skipped it,
+and left git bisect unable to choose between it and the barrier commit.
+
+It is a one-file change, so each bisect step rebuilds in about a minute in
+the reused O= directory build/bisect/x86_64-acqrel/obj. (A barrier in
+queued_read_lock, in include/asm-generic/qrwlock.h, would rebuild ~95 % of
+the kernel per step: 5 min each, too slow for `make test`.) The first run on
+a machine pays one full kernel build there (~6 min on 2 cores,
+ccache-cold); later runs about 1 min per step.
 """
 import os
 import subprocess
@@ -94,7 +102,7 @@ def bisected(kernel_repo, tmp_path_factory):
     d = tmp_path_factory.mktemp("bisect")
     state = bisect.prepare(kernel_repo["good"], kernel_repo["c3"], CELL, kernel_repo["repo"],
                            db=d / "r.sqlite", boots=5, runs_root=d / "runs",
-                           threshold=0.05)   # the default THRESHOLD
+                           threshold=0.03)   # (see above: the barrier costs ~5-7 %)
     result = bisect.run(state)
     print(result["output"])
     print(bisect.report(state, result))
@@ -104,36 +112,34 @@ def bisected(kernel_repo, tmp_path_factory):
 def test_bisect_names_the_barrier_commit(bisected, kernel_repo):
     state, result = bisected
     assert result["first_bad"] == kernel_repo["c2"], result["output"][-3000:]
-    assert "full barrier in _raw_read_lock" in bisect.report(state, result)
-    assert "regression of qrwbench.x86_64.tcg.rwlock" in bisect.report(state, result)
-    # every judged commit is stored with its kernel tree commit
+    rep = bisect.report(state, result)
+    assert "full barrier in _raw_read_lock" in rep
+    assert "regression of qrwbench.x86_64.tcg.rwlock" in rep, rep
+    # GOOD and BAD were booted and stored with their kernel tree commit
     conn = store.connect(state["db"])
     try:
         known = {c["commit"] for c in store.commits_with_results(conn, "kernel")}
     finally:
         conn.close()
-    assert {kernel_repo["good"], kernel_repo["c2"], kernel_repo["c3"]} <= known
+    assert {kernel_repo["good"], kernel_repo["c3"]} <= known
 
 
-def test_identical_code_is_not_a_regression(bisected, kernel_repo):
-    """Two runs of identical code: c1 (a comment) vs GOOD, and c3 (a doc line)
-    vs c2: no regression reported (the oracle says good, regress finds none)."""
-    state, _ = bisected
+def test_same_code_takes_the_verdict_of_the_commit_it_equals(bisected, kernel_repo):
+    """The comment builds to GOOD's code, the barrier commit to BAD's (the
+    documentation line changes no code): neither is booted."""
+    state, result = bisected
+    k = {n: kernel_repo[n][:12] for n in ("good", "c1", "c2", "c3")}
+    out = result["output"]
+    assert (f"{k['c1']} locking: a harmless comment: good (0): same machine code as "
+            f"{k['good']}") in out, out[-3000:]
+    assert (f"{k['c2']} locking: full barrier in _raw_read_lock: bad (1): same machine code as "
+            f"{k['c3']}") in out, out[-3000:]
+    assert f"{k['c1']}: 5 boots" not in out and f"{k['c2']}: 5 boots" not in out
+    v = bisect.verdicts(state)
+    assert v[kernel_repo["good"]]["how"] == v[kernel_repo["c3"]]["how"] == "measured"
+    assert v[kernel_repo["good"]]["digest"] != v[kernel_repo["c3"]]["digest"]
     assert bisect.oracle(state, kernel_repo["c1"]) == bisect.GOOD
-    cell = ktree.parse_cell(CELL)
-    conn = store.connect(state["db"])
-    try:
-        for a, b in (("c1", "good"), ("c3", "c2")):
-            ra = ktree.cell_runs(conn, cell, kernel_repo[a] if a != "good" else kernel_repo["good"])
-            rb = ktree.cell_runs(conn, cell, kernel_repo[b])
-            if not ra or not rb:
-                continue    # bisect did not need that commit
-            res = regress.compare_commits(ktree.samples_of(conn, cell, ra),
-                                          ktree.samples_of(conn, cell, rb))
-            assert res and not [r for r in res if r.status == regress.REGRESSION], \
-                [(r.metric, r.test and r.test.pct_change) for r in res]
-    finally:
-        conn.close()
+    assert "(it has the same machine code as " + k["c3"] in bisect.report(state, result)
 
 
 # ------------------------------------------------------------------ bad input
