@@ -114,9 +114,9 @@ def verdicts(state) -> dict:
     return json.loads(f.read_text()) if f.is_file() else {}
 
 
-def record_verdict(state, sha, digest, verdict, how) -> None:
+def record_verdict(state, sha, digest, verdict, how, reference=None) -> None:
     v = verdicts(state)
-    v[sha] = {"digest": digest, "verdict": verdict, "how": how}
+    v[sha] = {"digest": digest, "verdict": verdict, "how": how, "reference": reference}
     f = _verdicts_file(state)
     tmp = f.with_name(f.name + ".tmp")
     tmp.write_text(json.dumps(v, indent=1) + "\n")
@@ -132,12 +132,15 @@ def same_code_as(state, digest, sha) -> tuple[str, dict] | None:
     return None
 
 
-def judge(conn, cell, good_runs, runs, *, threshold, alpha):
-    """(exit status, results) of ``runs`` against GOOD's runs."""
+def judge(conn, cell, good_runs, runs, *, threshold, alpha, normalize=True):
+    """(exit status, results) of ``runs`` against GOOD's runs; ``normalize``
+    false: raw boot values of every metric (the commit changed the module's
+    reference copy, whose ratio would cancel the change)."""
     from . import regress
-    base = ktree.samples_of(conn, cell, good_runs)
-    tgt = ktree.samples_of(conn, cell, runs)
-    res = regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha)
+    of = ktree.samples_of if normalize else ktree.raw_samples_of
+    base = of(conn, cell, good_runs)
+    tgt = of(conn, cell, runs)
+    res = regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha, normalize=normalize)
     if not res:
         return SKIP, res
     if any(r.status == regress.REGRESSION for r in res):
@@ -175,13 +178,14 @@ def oracle(state: dict, sha: str) -> int:
         subject = ktree.git(wd.linux, "log", "-1", "--format=%s", sha).strip()
         try:
             digest = code_digest(wd, cell, sha, in_step=True)
+            reference = ktree.reference_digest(wd.module)
             twin = same_code_as(state, digest, sha)
             if twin:
                 other, rec = twin
                 code = rec["verdict"]
                 word = {GOOD: "good", BAD: "bad"}[code]
                 how = f"same machine code as {other[:12]}"
-                record_verdict(state, sha, digest, code, how)
+                record_verdict(state, sha, digest, code, how, reference)
                 log(f"{sha[:12]} {subject}: {word} ({code}): {how} (vmlinux and qrwbench.ko, "
                     f"every executable section), which was measured {word}: not booted")
                 return code
@@ -189,7 +193,12 @@ def oracle(state: dict, sha: str) -> int:
         except ktree.BuildError as e:
             log(f"{sha[:12]}: skip (125): {e}")
             return SKIP
-        code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
+        norm = reference == verdicts(state)[state["good"]].get("reference")
+        if not norm:
+            log(f"{sha[:12]}: the module's acqrel reference copy has other code than GOOD's "
+                "(compiled against this commit's headers): judged on raw boot values")
+        code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"],
+                          normalize=norm)
         for more in range(1, MORE_ROUNDS + 1):
             if not unstable(res):
                 break
@@ -203,10 +212,11 @@ def oracle(state: dict, sha: str) -> int:
                               more=True, in_step=True)
                 # git bisect run marks whatever HEAD is when this step exits
                 ktree.checkout(wd.linux, sha, keep_bisect=True)
-            code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"])
+            code, res = judge(conn, cell, good, runs, threshold=state["threshold"], alpha=state["alpha"],
+                              normalize=norm)
         word = {GOOD: "good", BAD: "bad", SKIP: "skip"}[code]
         if code in (GOOD, BAD):
-            record_verdict(state, sha, digest, code, "measured")
+            record_verdict(state, sha, digest, code, "measured", reference)
         log(f"{sha[:12]} {subject}: {word} ({code}): {describe(res)}")
         return code
     finally:
@@ -264,7 +274,8 @@ def _run(state, cell, wd, t0) -> dict:
     conn = store.connect(state["db"])
     try:
         good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]))
-        record_verdict(state, state["good"], code_digest(wd, cell, state["good"]), GOOD, "measured")
+        record_verdict(state, state["good"], code_digest(wd, cell, state["good"]), GOOD, "measured",
+                       ktree.reference_digest(wd.module))
         if not good:
             raise QrwbenchError(f"GOOD {state['good'][:12]}: no boot succeeded (see build/runs)")
         ok, why = all_stable(conn, cell, good)
@@ -343,9 +354,12 @@ def report(state: dict, result: dict) -> str:
             if not bad and twin:     # not booted: show the boots of the commit it equals
                 same = next(c for c in verdicts(state) if c.startswith(twin.group(1)))
                 bad = ktree.cell_runs(conn, cell, same, state["rig"])
-            res = regress.compare_commits(ktree.samples_of(conn, cell, bad),
-                                          ktree.samples_of(conn, cell, good),
-                                          threshold=state["threshold"], alpha=state["alpha"])
+            v = verdicts(state)
+            norm = v.get(sha, {}).get("reference") == v.get(state["good"], {}).get("reference")
+            of = ktree.samples_of if norm else ktree.raw_samples_of
+            res = regress.compare_commits(of(conn, cell, bad), of(conn, cell, good),
+                                          threshold=state["threshold"], alpha=state["alpha"],
+                                          normalize=norm)
         finally:
             conn.close()
         lines = [f"first bad commit: {sha} {result['subject']}"]

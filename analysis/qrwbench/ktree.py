@@ -359,6 +359,27 @@ def ratio_samples(samples, group: int = RATIO_GROUP) -> list[dict]:
     return out
 
 
+REFERENCE_OBJECT = "qrwb_lock_acqrel_c0.o"   # the module's acqrel copy 0: ratio_samples' reference
+
+
+def reference_digest(module_dir: Path) -> str | None:
+    """objdiff digest of the module's reference copy as built in ``module_dir``
+    (None when not built there). It is compiled against the kernel's headers:
+    a commit that changes the atomics it uses (arm64's atomic_lse.h, ...)
+    changes the reference too, and the kernel/module ratio then cancels the
+    very change it should show."""
+    from . import objdiff
+    f = Path(module_dir) / REFERENCE_OBJECT
+    return objdiff.digest(f) if f.is_file() else None
+
+
+def raw_samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
+    """Every row of the runs (kernel rows relabelled as in ``normalized``), not
+    ratios: for commits whose reference copies differ."""
+    from . import store
+    return normalized(store.load_samples(conn, run_ids=list(run_ids))) if run_ids else []
+
+
 def samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
     from . import store
     if not run_ids:

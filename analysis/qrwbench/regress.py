@@ -83,16 +83,17 @@ class RegressResult:
         return format_report(self)
 
 
-def _by_metric(samples):
+def _by_metric(samples, normalize=True):
     """(cell, variant) -> (per-boot values in log units, normalized?, per-boot
     medians for display). The two commits ran in different boots, so a boot
     is one observation; where the boots measured the module's acqrel copy
     next to the kernel's rwlock, a boot's value is the block log ratio to it
-    (``stats.boot_values``), which cancels the boot's speed."""
+    (``stats.boot_values``), which cancels the boot's speed (not when
+    ``normalize`` is false: the reference's code differs between the sides)."""
     reps = stats.group_reps(samples, copy=0)
     out = {}
     for cell, variants in reps.items():
-        ref = stats.reference_runs(reps, cell)
+        ref = stats.reference_runs(reps, cell) if normalize else None
         for variant, runs in variants.items():
             vals, norm = stats.boot_values(runs, ref)
             shown = np.asarray([float(np.median(list(runs[r].values()))) for r in sorted(runs)])
@@ -110,16 +111,20 @@ def _resolve(repo, ref: str, known: list[str], what: str) -> str:
 
 def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD,
                     alpha=stats.ALPHA, correction="holm", n_resamples=stats.N_RESAMPLES,
-                    seed=0) -> list[MetricResult]:
-    """Judge every metric present on both sides (see the module docstring)."""
-    tgt, base = _by_metric(target_samples), _by_metric(base_samples)
+                    seed=0, normalize=True) -> list[MetricResult]:
+    """Judge every metric present on both sides (see the module docstring);
+    ``normalize=False``: raw boot values, for sides whose in-boot reference
+    is not the same code."""
+    tgt, base = _by_metric(target_samples, normalize), _by_metric(base_samples, normalize)
     results = []
     for key in sorted(set(tgt) & set(base)):
         (tv, tn, tshow), (bv, bn, bshow) = tgt[key], base[key]
         r = MetricResult(key[0], key[1], bshow, tshow)
         r.separate = stats.samples_separate(bshow, tshow)
         e = effects.boots(tv, bv)
-        if not (tn and bn):
+        if not normalize:
+            e.method = "boots (not normalized: the reference copy's code differs)"
+        elif not (tn and bn):
             e.method = "boots (not normalized: no in-boot reference)"
         r.effect = e
         r.test = stats._effect_test(e, "boot", stats._NO_SUMMARY, stats._NO_SUMMARY)

@@ -105,6 +105,17 @@ def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
     log(f"series: measured {len(shas)} commits in {time.monotonic() - t0:.0f} s")
 
 
+def reference_digest_at(cell, src: Path, sha: str) -> str | None:
+    """ktree.reference_digest of ``sha``'s module build in this series (None
+    when it was not built here, or the commit lacks the cell's variant)."""
+    try:
+        variant = ktree.build_variant(src, sha, cell.variant)
+    except QrwbenchError:
+        return None
+    clone = ROOT / "kernels" / "series" / "src" / "linux"
+    return ktree.reference_digest(workdir(cell, variant, sha, clone).module)
+
+
 def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                threshold=None, alpha=None) -> str:
     """Per-commit table: each commit against the one before it."""
@@ -120,6 +131,9 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
             raise QrwbenchError(f"CELL {cell_text} matches no stored runs of these commits; "
                                 f"cells with runs: {'; '.join(have[:8]) or 'none'}")
         samples = {s: ktree.samples_of(conn, cell, r) for s, r in runs.items()}
+        refs = {s: reference_digest_at(cell, src, s) for s in shas} if ktree.ratio_mode(cell) else {}
+        raw = ({s: ktree.raw_samples_of(conn, cell, r) for s, r in runs.items()}
+               if len({d for d in refs.values() if d}) > 1 else {})
     finally:
         conn.close()
     lines = [f"qrwbench bench-series: {ktree.cell_text(cell)}",
@@ -139,10 +153,20 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
             lines.append("    no results")
             continue
         res = {}
+        keys, norm = metrics, True
         if prev is not None and samples[prev]:
-            for r in regress.compare_commits(samples[sha], samples[prev], threshold=threshold, alpha=alpha):
+            tgt, base = samples[sha], samples[prev]
+            if refs.get(sha) and refs.get(prev) and refs[sha] != refs[prev]:
+                lines.append("    (this commit changes the module's acqrel reference copy, compiled "
+                             "against its headers: compared on raw throughput per boot, every "
+                             "metric, not on the kernel/module ratio, which would cancel the change)")
+                tgt, base, norm = raw[sha], raw[prev], False
+                med = regress._by_metric(tgt, normalize=False)
+                keys = sorted(med, key=lambda k: k[0].metric(k[1]))
+            for r in regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha,
+                                             normalize=norm):
                 res[(r.cell, r.variant)] = r
-        for key in metrics:
+        for key in keys:
             if key not in med:
                 continue
             x = med[key][2]          # per-boot medians, for display (regress._by_metric)
@@ -154,7 +178,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
             else:
                 change = f"{r.status}: {r.why}"
             ok, why = stats.stable_samples(x)
-            lines.append(f"    {float(sorted(x)[len(x) // 2]) / 1e6:10.4g} {unit}  "
+            lines.append(f"    {float(sorted(x)[len(x) // 2]) / 1e6:10.4g} {unit if norm else 'Mops/s'}  "
                          f"±{stats.cv(x) * 100:3.0f}%  {change:<28} {key[0].metric(key[1])}"
                          + ("" if ok else f"  [{why}]"))
             if r is not None and r.status in (regress.REGRESSION, regress.IMPROVEMENT):

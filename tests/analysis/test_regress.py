@@ -251,3 +251,36 @@ def test_bench_series_table_judges_each_commit_against_the_one_before(tmp_path, 
     assert "regression of qrwbench.x86_64.tcg.atomics.max.2v.inline.atomic_add_return" in text
     assert f"due to commit {shas[2][:12]} change 2" in text
     assert f"due to commit {shas[1][:12]}" not in text
+
+
+def _series_rwlock_db(tmp_path, shas, factors_per_commit):
+    db = str(tmp_path / "db.sqlite")
+    for i, f in enumerate(factors_per_commit):
+        for b in range(5):
+            run = synth.rwlock_run(tmp_path / "runs", f"r{i}-{b}", write_pcts=(0,), factors=f,
+                                   cpu_model="max", kernel_tree_commit=shas[i])
+            assert store.import_run(db, run).status == "ok"
+    return db
+
+
+def test_bench_series_compares_raw_when_a_commit_changes_the_reference_copy(tmp_path, repo,
+                                                                           monkeypatch):
+    """A commit that speeds up the kernel's rwlock and the module's acqrel copy
+    alike (both compiled against the changed headers, as arm64's LSE
+    sub_return fix does) leaves the kernel/module ratio unchanged: when the
+    reference copy's code differs between the commits, the series compares raw
+    throughput and reports the change; when it is the same, the ratio."""
+    from qrwbench import series
+    path, shas = repo
+    db = _series_rwlock_db(tmp_path, shas, [{}, {"acqrel": 1.25}])
+    cell = "x86_64/tcg/max/acqrel/rwlock/2"
+    digests = {shas[0]: "a" * 64, shas[1]: "b" * 64}
+    monkeypatch.setattr(series, "reference_digest_at", lambda c, s, sha: digests[sha])
+    text = series.comparison(cell, shas[:2], path, db=db)
+    assert "changes the module's acqrel reference copy" in text, text
+    assert "improvement of qrwbench.x86_64.tcg.rwlock.max.2v.kernel.rwlock" in text, text
+    assert "improvement of qrwbench.x86_64.tcg.rwlock.max.2v.module.rwlock.acqrel" in text, text
+    digests[shas[1]] = "a" * 64           # the same reference: the ratio, unchanged
+    text = series.comparison(cell, shas[:2], path, db=db)
+    assert "reference copy" not in text and "improvement" not in text, text
+    assert "kernel/module" in text
