@@ -34,7 +34,7 @@ MAX_LINE_BYTES = 16384          # any console line, record or not
 MAX_CONSOLE_BYTES = 64 << 20    # the whole log
 
 ARCHES = ("x86_64", "arm64")
-WORKLOADS = ("atomics", "rwlock", "hang")
+WORKLOADS = ("atomics", "rwlock", "hang", "litmus")
 IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module"),
          "hang": ("inline", "kernel", "module")}
 VARIANTS = {"atomics": ("full", "acquire", "release", "relaxed"),
@@ -72,6 +72,7 @@ class ParsedRun:
     refused_reason: str | None = None
     faults: list[str] = field(default_factory=list)
     error: dict | None = None
+    litmus: list[dict] = field(default_factory=list)    # workload=litmus: the canaries
 
 
 class RecordError(ValueError):
@@ -222,6 +223,8 @@ def check_result(rec: dict, begin: dict) -> None:
     _require(rec, ("workload", "impl", "op", "variant", "copy", "placement", "rep",
                    "order", "threads", "ns", "ops", "per_thread_ops", "overhead_ps",
                    "batch"), "result")
+    if begin["workload"] == "litmus":
+        raise RecordError("result record in a litmus run")
     workload = _str(rec, "workload", WORKLOADS)
     if workload != begin["workload"]:
         raise RecordError(f"result workload {workload!r} differs from begin's "
@@ -284,6 +287,25 @@ def check_result(rec: dict, begin: dict) -> None:
         for key in ("cs_work", "think_work", "cs_lines"):
             _int(rec, key, 0)
         _int(rec, "violations", -1)
+
+
+def check_litmus(rec: dict, begin: dict) -> None:
+    """A canary's outcome (workload=litmus; bench/module/qrwb_litmus.def)."""
+    if begin["workload"] != "litmus":
+        raise RecordError(f"litmus record in a {begin['workload']!r} run")
+    _require(rec, ("test", "lkmm", "want", "iters", "ns", "counts"), "litmus")
+    tests = targets.litmus_tests()
+    name = _str(rec, "test", tuple(tests))
+    t = tests[name]
+    if rec["lkmm"] != t.lkmm:
+        raise RecordError(f"litmus {name}: lkmm {rec['lkmm']!r}, the table says {t.lkmm!r}")
+    if _int_list(rec, "want", 2) != list(t.want):
+        raise RecordError(f"litmus {name}: want {rec['want']}, the table says {list(t.want)}")
+    iters = _int(rec, "iters", 0, 10**7)
+    _int(rec, "ns", 0)
+    counts = _int_list(rec, "counts", 4)
+    if sum(counts) != iters:
+        raise RecordError(f"litmus {name}: counts sum to {sum(counts)}, iters is {iters}")
 
 
 def check_end(rec: dict) -> None:
@@ -391,6 +413,7 @@ def _check_sequence(records, common) -> ParsedRun:
     crc = 0
     begin = None
     results: list[dict] = []
+    litmus: list[dict] = []
     orders: set[int] = set()
     for pos, (lineno, json_text, obj) in enumerate(records):
         where = f"line {lineno}"
@@ -410,6 +433,9 @@ def _check_sequence(records, common) -> ParsedRun:
                     raise RecordError(f"order {obj['order']} appears twice")
                 orders.add(obj["order"])
                 results.append(obj)
+            elif kind == "litmus":
+                check_litmus(obj, begin)
+                litmus.append(obj)
             elif kind == "end":
                 check_end(obj)
                 if pos != len(records) - 1:
@@ -421,10 +447,13 @@ def _check_sequence(records, common) -> ParsedRun:
                 if obj["crc32"] != got:
                     raise RecordError(f"end marker crc32 {obj['crc32']}, records "
                                       f"give {got}")
-                if not results and begin["workload"] != "hang":
+                if begin["workload"] == "litmus":
+                    if not litmus:
+                        raise RecordError("no litmus records between begin and the end marker")
+                elif not results and begin["workload"] != "hang":
                     raise RecordError("no result records between begin and the end marker")
                 return ParsedRun(ok=True, reason="ok", begin=begin, results=results,
-                                 end=obj, **common)
+                                 end=obj, litmus=litmus, **common)
             elif kind == "begin":
                 raise RecordError("second begin record")
             else:

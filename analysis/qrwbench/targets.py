@@ -72,6 +72,27 @@ def op_orderings() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+LITMUS_DEF = TOP / "bench" / "module" / "qrwb_litmus.def"
+_LITMUS_ROW = re.compile(r"QRWB_LITMUS\((\w+), (allowed|forbidden), ([01]), ([01]),")
+
+
+@dataclass(frozen=True)
+class Litmus:
+    name: str
+    lkmm: str                 # "allowed" or "forbidden" by the Linux kernel memory model
+    want: tuple[int, int]     # the outcome (r0, r1) only reordering explains
+
+
+@functools.lru_cache(maxsize=None)
+def litmus_tests() -> dict[str, Litmus]:
+    """{name: Litmus} of the module's canary table bench/module/qrwb_litmus.def."""
+    out = {}
+    for line in LITMUS_DEF.read_text().splitlines():
+        if m := _LITMUS_ROW.match(line):
+            out[m.group(1)] = Litmus(m.group(1), m.group(2), (int(m.group(3)), int(m.group(4))))
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _kernel_variants() -> tuple[str, ...]:
     return tuple(sorted(p.name[len("variant-"):-len(".config")] for p in CONFIGS.glob("variant-*.config")))

@@ -142,7 +142,7 @@ static const char *qrwb_kernel_variant(void)
 #error "qrwbench supports x86_64 and arm64"
 #endif
 
-enum { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG };
+enum { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG, QRWB_W_LITMUS };
 
 /* in-kernel perf counters, one set per measuring kthread */
 enum { QRWB_PMU_CYCLES, QRWB_PMU_INSNS, QRWB_PMU_N };
@@ -1554,7 +1554,7 @@ static int qrwb_check_clock(void)
 
 static int qrwb_parse(void)
 {
-	static const char * const workloads[] = { "atomics", "rwlock", "hang" };
+	static const char * const workloads[] = { "atomics", "rwlock", "hang", "litmus" };
 	static const char * const placements[] = { "both", "shared", "percpu" };
 	static const char * const impls[] = { "all", "kernel", "module" };
 	unsigned int online = num_online_cpus();
@@ -1567,13 +1567,21 @@ static int qrwb_parse(void)
 			return ret;
 	}
 
-	ret = qrwb_parse_oneof("workload", cfg.workload, workloads, 3,
-			       "atomics, rwlock or hang");
+	ret = qrwb_parse_oneof("workload", cfg.workload, workloads, 4,
+			       "atomics, rwlock, litmus or hang");
 	if (ret < 0)
 		return ret;
 	qrwb_workload = ret;
 	if (qrwb_workload == QRWB_W_HANG)
 		return 0;
+	if (qrwb_workload == QRWB_W_LITMUS) {
+		if (online < 2)
+			return qrwb_refuse(
+				"workload=litmus needs two CPUs, the guest has %u online: valid is a guest with 2 or more vCPUs",
+				online);
+		qrwb_nthreads = 2;
+		return 0;
+	}
 	ret = qrwb_parse_oneof("placement", cfg.placement, placements, 3,
 			       "both, shared or percpu");
 	if (ret < 0)
@@ -1647,6 +1655,39 @@ static void qrwb_pmu_report(void)
 		div64_u64(before, n), div64_u64(after, n));
 }
 
+/* workload=litmus: begin, one litmus record per test of qrwb_litmus.def */
+static int qrwb_run_litmus(void)
+{
+	struct qrwb_litmus_res res;
+	unsigned int k, i;
+	int ret;
+
+	for (i = 0; i < QRWB_PMU_N; i++)
+		strscpy(qrwb_pmu_why[i], "not read by the litmus workload", QRWB_PMU_WHY);
+	ret = qrwb_emit_begin();
+	for (k = 0; !ret && k < qrwb_nlitmus; k++) {
+		ret = qrwb_litmus_run(k, cfg.litmus_iters,
+				      cfg.duration_ms * NSEC_PER_MSEC, &res);
+		if (ret)
+			break;
+		qrwb_rec_start("litmus");
+		qrwb_kstr("test", res.name);
+		qrwb_kstr("lkmm", res.lkmm);
+		qrwb_key("want");
+		qrwb_rec_add("[%d,%d]", res.want[0], res.want[1]);
+		qrwb_ku64("iters", res.iters);
+		qrwb_ku64("ns", res.ns);
+		qrwb_key("counts");
+		qrwb_rec_add("[%llu,%llu,%llu,%llu]", res.count[0], res.count[1],
+			     res.count[2], res.count[3]);
+		ret = qrwb_rec_emit(true);
+		pr_info("litmus %s (%s): %llu of %lu iterations showed r0=%d r1=%d\n",
+			res.name, res.lkmm, res.count[res.want[0] * 2 + res.want[1]],
+			res.iters, res.want[0], res.want[1]);
+	}
+	return ret;
+}
+
 /* in thread 0, on the first measuring CPU */
 static int qrwb_run(void)
 {
@@ -1679,13 +1720,17 @@ static int __init qrwb_init(void)
 		cfg.workload, qrwb_nthreads, qrwb_seed, qrwb_kernel_variant(),
 		QRWB_ARCH);
 
-	/* the leader emits begin once the threads have their counters */
-	ret = qrwb_start_workers();
-	if (ret)
-		goto out;
-	wait_for_completion(&qrwb_run_done);
-	qrwb_stop_workers();
-	ret = qrwb_run_ret;
+	if (qrwb_workload == QRWB_W_LITMUS) {
+		ret = qrwb_run_litmus();
+	} else {
+		/* the leader emits begin once the threads have their counters */
+		ret = qrwb_start_workers();
+		if (ret)
+			goto out;
+		wait_for_completion(&qrwb_run_done);
+		qrwb_stop_workers();
+		ret = qrwb_run_ret;
+	}
 	if (ret)
 		goto out;
 	ret = qrwb_emit_end();

@@ -1,0 +1,109 @@
+"""Weak-memory canaries: what reordering a backend can show at all.
+
+The module's ``workload=litmus`` runs the tests of
+bench/module/qrwb_litmus.def (message passing, store buffering, and the
+shape of qrwlock's write unlock against a read lock) on two vCPUs and
+prints one ``litmus`` record per test: how often each outcome (r0, r1)
+came out. A test's "want" outcome is the one only reordering explains:
+
+* seen in a test the Linux kernel memory model (LKMM) forbids: a bug
+  (CPU, emulator or kernel), reported as such;
+* seen in an allowed test: this backend can show that reordering;
+* never seen in an allowed test: it could not here, in that many tries
+  (the wording of herd7/klitmus7: Never / Sometimes).
+
+``make torture`` boots one canary guest per target and prints the table;
+where no message-passing canary (``mp``, ``qrw_unlock_rlock_relaxed``) ever
+fired, its ``relaxed`` rows say that this backend cannot show the
+reordering a relaxed lock allows, so their 0 violations prove nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import bench, matrix, records
+
+# the canaries whose firing shows the reordering a relaxed read lock allows
+MP_CANARIES = ("mp", "qrw_unlock_rlock_relaxed")
+ITERS = 100000
+LIMIT_MS = 20000         # per test: the module stops a test after this
+
+
+def cell(arch: str, accel: str, cpu: str, variant: str = "acqrel", iters: int = ITERS,
+         limit_ms: int = LIMIT_MS) -> matrix.Cell:
+    """The canary boot of one target (two vCPUs: the two threads of a test)."""
+    return matrix.Cell(arch, accel, cpu, variant, "litmus", 2,
+                       tuple(sorted({"litmus_iters": iters, "duration_ms": limit_ms}.items())))
+
+
+def seen(rec: dict) -> int:
+    """How often the test's "want" outcome came out."""
+    w = rec["want"]
+    return rec["counts"][w[0] * 2 + w[1]]
+
+
+def verdict(rec: dict) -> tuple[str, bool]:
+    """(words, bad): bad when an outcome the LKMM forbids was seen."""
+    n, it = seen(rec), rec["iters"]
+    if it == 0:
+        return "not run (no iteration finished in the time limit)", False
+    if rec["lkmm"] == "forbidden":
+        return (("VIOLATED: a forbidden outcome, a bug", True) if n else
+                (f"Never in {it} (as it must)", False))
+    return ((f"Sometimes: {n} of {it}", False) if n else
+            (f"Never in {it}: this backend did not show it", False))
+
+
+def table(rows: list[tuple[str, dict]]) -> tuple[str, bool]:
+    """Markdown table of (target label, litmus record) rows; (text, any bad)."""
+    lines = ["| target | test | LKMM | outcome | iterations | seen | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    bad = False
+    for label, r in rows:
+        words, b = verdict(r)
+        bad |= b
+        lines.append(f"| {label} | {r['test']} | {r['lkmm']} | r0={r['want'][0]} r1={r['want'][1]} "
+                     f"| {r['iters']} | {seen(r)} | {words} |")
+    return "\n".join(lines), bad
+
+
+def blind_to_mp(recs: list[dict]) -> bool:
+    """True when no message-passing canary fired (and at least one ran)."""
+    mp = [r for r in recs if r["test"] in MP_CANARIES and r["iters"] > 0]
+    return bool(mp) and not any(seen(r) for r in mp)
+
+
+def target_label(c: matrix.Cell) -> str:
+    return f"{c.arch}/{c.accel}/{c.cpu}"
+
+
+def run(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb: int, seed: int,
+        log=print) -> tuple[dict[str, list[dict]], list[str]]:
+    """Boot each canary cell into out/<n>-litmus-<target>/; ({target label:
+    litmus records}, failed run lines)."""
+    got, failed = {}, []
+    verdict_kvm = {"usable": False, "reason": "canaries use the cell's accel", "booted": False}
+    for i, c in enumerate(cells, 1):
+        d = out / f"{i:03d}-litmus-{c.arch}-{c.cpu}"
+        log(f"[canary {i}/{len(cells)}] {target_label(c)} (console: {d / 'console.log'})")
+        st = bench.boot_one(c, seed, d, timeout_s, mem_mb, verdict_kvm)
+        parsed = records.parse_console((d / "console.log").read_bytes()) \
+            if (d / "console.log").exists() else None
+        if st["status"] != "ok" or parsed is None or not parsed.ok:
+            why = st.get("reason") if st["status"] != "ok" else (parsed.reason if parsed else "no console")
+            failed.append(f"{d.name}: {why}")
+            log(f"  FAILED: {why}")
+            continue
+        got[target_label(c)] = parsed.litmus
+    return got, failed
+
+
+def canary_targets(cells: list[matrix.Cell]) -> list[matrix.Cell]:
+    """One canary cell per (arch, accel, cpu) of ``cells``, in their order."""
+    seen_t, out = set(), []
+    for c in cells:
+        k = (c.arch, c.accel, c.cpu)
+        if k not in seen_t:
+            seen_t.add(k)
+            out.append(cell(c.arch, c.accel, c.cpu))
+    return out
