@@ -8,7 +8,7 @@
 #   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg]
 #   make report                    build/report/index.html from the results store
 #   make regress [BASE=commit] [THRESHOLD=5]   0-day style report between rig commits
-#   make audit                     what each variant compiles to (objdump)
+#   make audit                     what each variant compiles to (objdump), and what TCG runs for it
 #   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
 #   make torture [MINUTES=3]       rwlock exclusion checker on every variant
 #   make perf CELL=...             perf record profile of QEMU for one cell
@@ -97,6 +97,7 @@ report: deps
 
 audit: guests
 	@$(PYRUN) -m qrwbench.audit --out build/audit
+	@$(PYRUN) -m qrwbench.emuaudit --out build/emulator
 
 regress: deps
 	@$(PYRUN) -m qrwbench regress --db "$$RESULTS_DB" $(if $(BASE),--base "$$BASE") $(if $(THRESHOLD),--threshold "$$THRESHOLD")

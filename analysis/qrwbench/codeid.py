@@ -33,6 +33,7 @@ from pathlib import Path
 from .errors import QrwbenchError
 
 DEFAULT_AUDIT = "build/audit/audit.json"
+DEFAULT_EMULATOR = "build/emulator/emulator.json"      # emuaudit.py
 _SCOPE = ("arch", "impl", "op", "workload")
 
 
@@ -41,6 +42,18 @@ class Audit:
     identical: list[dict] = field(default_factory=list)
     notes: list[dict] = field(default_factory=list)
     path: str = ""
+    # emuaudit.py's emulator.json: pairs whose guest code differs while TCG
+    # runs the same ops for both ({arch, accel, cpu_model, vcpus, impl, op, variants})
+    blind: list[dict] = field(default_factory=list)
+
+    def is_blind(self, cell, a: str, b: str) -> bool:
+        """TCG executes the same for variants a and b of ``cell`` (a stats.Cell)."""
+        for e in self.blind:
+            if all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "cpu_model", "vcpus",
+                                                           "impl", "op")) \
+                    and {a, b} <= set(e["variants"]):
+                return True
+        return False
 
     def is_identical(self, cell, a: str, b: str) -> bool:
         for e in self.identical:
@@ -118,10 +131,34 @@ def load_audit(path) -> Audit:
     return Audit(ident, notes, str(path))
 
 
+def load_blind(path) -> list[dict]:
+    """The emulator-blind pairs of an emulator.json (emuaudit.py)."""
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise QrwbenchError(f"emulator audit {path}: {type(exc).__name__}: {exc}") from None
+    blind = obj.get("blind") if isinstance(obj, dict) and obj.get("schema") == 1 else None
+    if not isinstance(blind, list):
+        raise QrwbenchError(f"emulator audit {path}: not a schema 1 object with a 'blind' list")
+    for i, e in enumerate(blind):
+        where = f"emulator audit {path}: blind[{i}]"
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str) for k in
+                                              ("arch", "accel", "cpu_model", "impl", "op")) \
+                or type(e.get("vcpus")) is not int or not isinstance(e.get("variants"), list):
+            raise QrwbenchError(f"{where}: needs arch, accel, cpu_model, vcpus, impl, op, variants")
+    return blind
+
+
 def find_audit(path=None) -> Audit | None:
-    """The audit at ``path`` (must exist), else the default one if present, else None."""
+    """The audit at ``path`` (must exist), else the default one if present, else
+    None; with the emulator audit (build/emulator/emulator.json) when there is one."""
     if path:
-        return load_audit(path)
-    if Path(DEFAULT_AUDIT).is_file():
-        return load_audit(DEFAULT_AUDIT)
-    return None
+        audit = load_audit(path)
+    elif Path(DEFAULT_AUDIT).is_file():
+        audit = load_audit(DEFAULT_AUDIT)
+    else:
+        return None
+    if Path(DEFAULT_EMULATOR).is_file():
+        audit.blind = load_blind(DEFAULT_EMULATOR)
+    return audit

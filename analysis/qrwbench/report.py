@@ -106,6 +106,14 @@ def _caveats(sel: Selection, cset, aa, audit) -> list[str]:
                    "compile to identical code are not labeled")
     else:
         out += audit.notes_for({c.cell for c in cset.comparisons})
+        nb = sum(c.emulator_blind for c in cset.comparisons)
+        if not audit.blind:
+            out.append("no emulator audit (make audit writes build/audit/emulator.json): "
+                       "comparisons TCG cannot tell apart are not labeled")
+        elif nb:
+            out.append(f"{nb} comparisons are emulator-blind (different guest code, the same "
+                       "TCG ops: make audit's emulator audit): their verdicts say nothing "
+                       "about a CPU")
     if aa.n_judged and aa.p_rate_above_alpha < 0.05:
         out.append(f"A/A control: {aa.n_significant} of {aa.n_judged} A/A comparisons "
                    f"were significant ({aa.rate:.0%} > alpha {aa.alpha:g}): the harness "
@@ -159,7 +167,8 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     identical = audit.is_identical if audit else None
     cset = stats.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
                                correction=correction, min_effect=min_effect,
-                               n_resamples=n_resamples, identical=identical)
+                               n_resamples=n_resamples, identical=identical,
+                               blind=audit.is_blind if audit else None)
     aa = stats.aa_control(sel.samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, store.load_plan(conn, sel.rig_commit))
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
@@ -586,7 +595,8 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
     cset = stats.compare_cells(samples, baselines=baselines, alpha=alpha,
                                correction=correction, min_effect=min_effect,
                                n_resamples=n_resamples,
-                               identical=audit.is_identical if audit else None)
+                               identical=audit.is_identical if audit else None,
+                               blind=audit.is_blind if audit else None)
     aa = stats.aa_control(samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, ended)
     failed = [r for r in sel.runs if r["status"] == "failed"]

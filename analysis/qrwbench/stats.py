@@ -332,6 +332,7 @@ class Comparison:
     p_adjusted: float = math.nan
     verdict: str = ""
     identical_code: bool = False
+    emulator_blind: bool = False     # guest code differs, TCG runs the same (emuaudit)
     effect: effects.Effect | None = None
     kind: str = effects.INCONCLUSIVE      # slower, faster, equivalent, inconclusive
     level: str = "in-boot"                # or "kernel" (kernel builds: boots compared)
@@ -445,7 +446,7 @@ def _effect_test(e: effects.Effect, unit: str, a_sum: Summary, b_sum: Summary) -
 def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
                   min_effect=0.0, copy=0, confidence=CONFIDENCE,
                   n_resamples=N_RESAMPLES, seed=0, identical=None,
-                  margins=None) -> ComparisonSet:
+                  margins=None, blind=None) -> ComparisonSet:
     """Every variant against its workload's baseline, in every cell of ``samples``.
 
     Variants measured in the same boots are compared block by block
@@ -454,7 +455,8 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
     Holm (or BH) runs per family (:attr:`Comparison.family`). Verdicts: slower
     / faster by x % [CI], equivalent within +-m % (the CI inside
     ``margins[level]``), else inconclusive. ``identical(cell, a, b) -> bool``
-    (from the audit) marks pairs whose code is identical. Raises
+    (from the audit) marks pairs whose code is identical; ``blind(cell, a, b)``
+    (the emulator audit) pairs whose code differs but TCG runs the same. Raises
     :class:`QrwbenchError` for an empty selection or when a workload's
     baseline variant has no samples at all.
     """
@@ -516,7 +518,8 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
                 cell=cell, variant=variant, baseline=base,
                 test=_effect_test(e, unit, a_sum, base_sum), summary=a_sum,
                 base_summary=base_sum, effect=e, level=level, runs=frozenset(a) | frozenset(b),
-                identical_code=bool(identical and identical(cell, variant, base))))
+                identical_code=bool(identical and identical(cell, variant, base)),
+                emulator_blind=bool(blind and blind(cell, variant, base))))
         if len(variants) == 1:
             skipped.append((cell, f"only the baseline {base} was measured"))
     judge(comps, alpha=alpha, correction=correction, min_effect=min_effect, margins=margins)

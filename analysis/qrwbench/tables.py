@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 IDENTICAL = "identical code: any difference is noise"
+BLIND = "emulator-blind: TCG runs the same ops for both, no CPU difference can show"
 
 
 def fmt_rate(x: float) -> str:
@@ -104,7 +105,8 @@ def comparison_table(cset, *, title: str = "") -> Table:
         ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
                  if t.judged else "-")
         n = (f"{t.n_a} blocks" if t.unit == "block" else f"{t.n_a}+{t.n_b} boots")
-        verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else "")
+        verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else
+                               f" ({BLIND})" if c.emulator_blind else "")
         rows.append(["", c.variant, n,
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
                      ratio, fmt_pct(t.pct_change) if t.judged else "-",

@@ -35,6 +35,7 @@ class Arch:
     kvm_cpu: str            # -cpu under KVM
     host_machine: tuple     # platform.machine() values that can run it under KVM
     extra_append: str       # arch-specific kernel command line
+    module_area: tuple      # (first, last) virtual address where modules load (no KASLR)
 
 
 ARCHES = {
@@ -42,12 +43,16 @@ ARCHES = {
         name="x86_64", qemu="qemu-system-x86_64", qemu_package="qemu-system-x86",
         machine="microvm", console="ttyS0", image="vmlinux",
         cpu_models=("max",), kvm_cpu="host", host_machine=("x86_64", "amd64"),
-        extra_append="reboot=t"),
+        extra_append="reboot=t",
+        # MODULES_VADDR..MODULES_END (the kernel image sits below it)
+        module_area=(0xffffffffa0000000, 0xfffffffffeffffff)),
     "arm64": Arch(
         name="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
         machine="virt", console="ttyAMA0", image="arch/arm64/boot/Image",
         cpu_models=("max", "cortex-a57"), kvm_cpu="host", host_machine=("aarch64", "arm64"),
-        extra_append=""),
+        extra_append="",
+        # MODULES_VADDR = _PAGE_END(VA_BITS_MIN = 48), 2 GiB below the image
+        module_area=(0xffff800000000000, 0xffff80007fffffff)),
 }
 
 ACCELS = ("tcg", "kvm")

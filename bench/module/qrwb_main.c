@@ -1716,6 +1716,12 @@ static int __init qrwb_init(void)
 	qrwb_seed = cfg.seed ? cfg.seed : get_random_u32();
 	qrwb_rng = qrwb_seed;
 	t0 = ktime_get_ns();
+	/*
+	 * Where the timed loops run: the emulator audit (emuaudit.py) maps the
+	 * guest PCs of QEMU's TCG log to loops with this and the .ko's symbols.
+	 */
+	pr_info("layout: qrwb_loop_%s_%s_c0 at %px\n", qrwb_op_name[0],
+		qrwb_op_ord[0], qrwb_loops_c0[0]);
 	pr_info("start: workload=%s threads=%u seed=%llu kernel_variant=%s arch=%s\n",
 		cfg.workload, qrwb_nthreads, qrwb_seed, qrwb_kernel_variant(),
 		QRWB_ARCH);

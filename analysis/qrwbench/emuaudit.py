@@ -1,0 +1,285 @@
+"""Emulator audit: which comparisons TCG can see at all.
+
+The ordering audit (audit.py) says which orderings compile to identical
+*guest* code. Under TCG that is not the whole story: QEMU may translate two
+different guest instructions into the same host code (arm64 LSE ``ldaddal``
+and ``ldadd`` both become one call of the same atomic helper; a barrier may
+be elided when only one vCPU runs). This module boots short guests with
+QEMU's own log of what it translated (``-d in_asm,op_opt``, ``-dfilter``
+restricted to the module area), maps each translation block to the timed
+loop it belongs to (the module prints where its first loop is, the .ko's
+symbols give the rest), and compares the two sides of every comparison:
+
+* "identical guest code": the loops' guest instructions are the same;
+* "emulator-blind": the guest code differs but the TCG ops QEMU runs for it
+  (after optimization; addresses, instruction starts and TB exit pointers
+  normalized) are the same, so no TCG measurement can tell them apart;
+* "distinguishable": the TCG ops differ;
+* "not executed": a side's loop was not in the log.
+
+The TCG ops (``op_opt``) are QEMU's IR before host code generation: equal
+ops give equal host code. Under KVM the guest-code label is the only one.
+
+    python3 -m qrwbench.emuaudit [--out build/emulator] [--vcpus 1,2]
+
+writes the output directory ``build/emulator`` (``emulator.json``, read by
+codeid.find_audit so that the report marks emulator-blind pairs;
+``emulator.md``; ``runs/`` with each boot's console and QEMU log).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import bench, outputs, qemu, targets
+from .elfmini import Elf
+from .errors import ArgParser, QrwbenchError
+from .targets import TOP, InputError
+
+IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
+                                       "distinguishable", "not executed")
+LOCK_VARIANTS = ("full", "acqrel", "relaxed")        # the module's qrwlock copies (c0)
+_LAYOUT_RE = re.compile(r"qrwbench: layout: (\w+) at ([0-9a-f]+)")
+_INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s)")
+_HEX_RE = re.compile(r"\$0x([0-9a-f]+)")
+_ANNOT_RE = re.compile(r"\s*(?:sync: [\d ]+|dead: [\d ]+|pref=\S+)")
+
+
+@dataclass
+class TB:
+    pc: int
+    guest: list = field(default_factory=list)     # (pc, instruction bytes as text)
+    ops: list = field(default_factory=list)       # raw op lines
+
+
+def parse_log(text: str) -> list[TB]:
+    """Translation blocks of a ``-d in_asm,op_opt`` log, in log order."""
+    tbs, cur, in_ops = [], None, False
+    for line in text.splitlines():
+        if line.startswith("IN:"):
+            cur, in_ops = TB(pc=-1), False
+            tbs.append(cur)
+        elif cur is None:
+            continue
+        elif line.startswith("OP after optimization"):
+            in_ops = True
+        elif in_ops:
+            if line.startswith("----------------"):
+                cur, in_ops = None, False
+            elif line.strip():
+                cur.ops.append(line.strip())
+        elif m := _INSN_RE.match(line):
+            pc = int(m.group(1), 16)
+            if cur.pc < 0:
+                cur.pc = pc
+            cur.guest.append((pc, m.group(2).strip()))
+        elif line.startswith("0x") and cur.guest:
+            # x86: an instruction's bytes continued on the next line
+            extra = line.split(":", 1)[1].strip()
+            pc, b = cur.guest[-1]
+            cur.guest[-1] = (pc, f"{b} {extra}")
+    return [t for t in tbs if t.pc >= 0]
+
+
+def normalize_ops(ops: list[str], start: int, end: int) -> tuple[str, ...]:
+    """The ops that become host code, without what differs between identical
+    translations: liveness annotations, TB exit pointers, and constants
+    inside the function (guest PCs) as offsets. Instruction-start markers
+    (``---- pc ...``) are metadata, not host code, and are left out: a guest
+    instruction that QEMU translates to nothing (a barrier elided in a
+    one-vCPU guest) leaves only its marker."""
+    out = []
+    for op in ops:
+        op = _ANNOT_RE.sub("", op).strip()
+        if op.startswith("----"):
+            continue
+        if op.startswith("exit_tb "):
+            v = int(op.split("$0x", 1)[1], 16) if "$0x" in op else 0
+            out.append(f"exit_tb TB+{v & 3}")
+            continue
+
+        def rel(m):
+            v = int(m.group(1), 16)
+            return f"$F{v - start:+#x}" if start - (1 << 20) <= v <= end + (1 << 20) else m.group(0)
+        out.append(_HEX_RE.sub(rel, op))
+    return tuple(out)
+
+
+def layout(console: str, ko: Path) -> dict[str, tuple[int, int]]:
+    """{function: (first, end) guest address} of the module's .text, from
+    the console's layout line and the .ko's symbols."""
+    m = _LAYOUT_RE.search(console)
+    if not m:
+        raise InputError("the guest printed no 'qrwbench: layout:' line (a module without it?)")
+    funcs = Elf(ko).functions(".text")
+    if m.group(1) not in funcs:
+        raise InputError(f"{ko} has no function {m.group(1)}")
+    base = int(m.group(2), 16) - funcs[m.group(1)].value
+    return {n: (base + s.value, base + s.value + s.size) for n, s in funcs.items()}
+
+
+@dataclass
+class Code:
+    guest: tuple     # ((offset, bytes), ...) of the translated instructions
+    ir: tuple        # ((tb offset, normalized ops), ...)
+
+
+def function_code(tbs: list[TB], start: int, end: int) -> Code | None:
+    """What TCG translated of the function at [start, end): None if nothing."""
+    guest, ir = set(), set()
+    for t in tbs:
+        if start <= t.pc < end:
+            guest.update((pc - start, b) for pc, b in t.guest if pc < end)
+            ir.add((t.pc - start, normalize_ops(t.ops, start, end)))
+    if not ir:
+        return None
+    return Code(tuple(sorted(guest)), tuple(sorted(ir)))
+
+
+def label(a: Code | None, b: Code | None) -> str:
+    if a is None or b is None:
+        return NOT_RUN
+    if a.guest == b.guest:
+        return IDENTICAL
+    return BLIND if a.ir == b.ir else DISTINCT
+
+
+def comparisons() -> list[tuple[str, str, str, str, tuple[str, ...], tuple[str, ...]]]:
+    """(impl, op, variant a, variant b, functions of a, functions of b): every
+    atomics ordering pair of qrwb_ops.def and every qrwlock copy pair."""
+    out = []
+    for op, ords in targets.op_orderings().items():
+        for a, b in itertools.combinations(ords, 2):
+            out.append(("inline", op, a, b, (f"qrwb_loop_{op}_{a}_c0",), (f"qrwb_loop_{op}_{b}_c0",)))
+    fns = lambda v: tuple(f"qrwb_{v}_c0_{p}" for p in ("loop", "read_lock_slowpath",
+                                                       "write_lock_slowpath"))
+    for a, b in itertools.combinations(LOCK_VARIANTS, 2):
+        out.append(("module", "rwlock", a, b, fns(a), fns(b)))
+    return out
+
+
+def code_of(tbs, lay, names) -> Code | None:
+    parts = [function_code(tbs, *lay[n]) for n in names if n in lay]
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    return Code(tuple(p.guest for p in parts), tuple(p.ir for p in parts))
+
+
+def audit_boot(tbs, lay) -> list[dict]:
+    """The labels of every comparison from one boot's log."""
+    rows = []
+    for impl, op, a, b, fa, fb in comparisons():
+        ca, cb = code_of(tbs, lay, fa), code_of(tbs, lay, fb)
+        rows.append({"impl": impl, "op": op, "variants": [a, b], "label": label(ca, cb)})
+    return rows
+
+
+# ------------------------------------------------------------------ boots
+
+WORKLOADS = {
+    # every op loop runs once, briefly: enough for QEMU to translate it
+    "atomics": {"reps": 1, "duration_ms": 2, "warmup_reps": 0, "placement": "shared"},
+    # reads and writes, so both slow paths may run (impl=module: the copies)
+    "rwlock": {"reps": 1, "duration_ms": 20, "warmup_reps": 0, "impl": "module",
+               "write_pct": 50, "cs_work": 0, "think_work": 0},
+}
+
+
+def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
+                extra: dict | None = None) -> tuple[str, str]:
+    """Boot one guest with QEMU's translation log; (console, log text)."""
+    image, initrd, kdir, _src = bench.kernel_paths(arch, variant)
+    params = {"workload": workload, "seed": 1, **WORKLOADS[workload], **(extra or {})}
+    append = " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
+    cmd = qemu.command(arch, "tcg", cpu, vcpus, 256, image, initrd, append)
+    lo, hi = targets.ARCHES[arch].module_area
+    log = out / "tcg.log"
+    i = cmd.index("-append")
+    cmd[i:i] = ["-d", "in_asm,op_opt", "-dfilter", f"{lo:#x}..{hi:#x}", "-D", str(log)]
+    st = qemu.boot(cmd, out, 300)
+    console = (out / "console.log").read_text(errors="replace") if (out / "console.log").exists() else ""
+    if st["status"] != "ok":
+        raise InputError(f"{arch}/{cpu} {vcpus}v {workload}: the logged boot failed: {st.get('reason')}")
+    return console, log.read_text(errors="replace") if log.exists() else ""
+
+
+def run(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS), extra=None,
+        log=print) -> list[dict]:
+    """Label every comparison on every TCG target (``cpus``: only these (arch,
+    cpu) pairs); rows with arch, cpu_model, vcpus."""
+    rows = []
+    tgts = [(a, c) for a, arch in targets.ARCHES.items() for c in arch.cpu_models
+            if cpus is None or (a, c) in cpus]
+    n, i = len(tgts) * len(vcpus) * len(workloads), 0
+    for (arch, cpu), v, wl in itertools.product(tgts, vcpus, workloads):
+        i += 1
+        d = out / "runs" / f"{arch}-{cpu}-{v}v-{wl}"
+        log(f"[emulator audit {i}/{n}] {arch}/tcg/{cpu} {v}v {wl} (log: {d / 'tcg.log'})")
+        console, text = boot_logged(arch, cpu, v, wl, d, extra=(extra or {}).get(wl))
+        ko = TOP / "build" / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
+        lay = layout(console, ko)
+        tbs = parse_log(text)
+        for r in audit_boot(tbs, lay):
+            if (wl == "rwlock") != (r["impl"] == "module"):
+                continue
+            rows.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": v, **r})
+    return rows
+
+
+def to_json(rows: list[dict], qemu_version: str) -> dict:
+    return {"schema": 1, "emulator": qemu_version,
+            "blind": [{k: r[k] for k in ("arch", "accel", "cpu_model", "vcpus", "impl", "op",
+                                          "variants")} for r in rows if r["label"] == BLIND],
+            "labels": rows}
+
+
+def table(rows: list[dict]) -> str:
+    """Per target and vCPU count: how many pairs got each label, atomics and
+    qrwlock copies apart, with the emulator-blind pairs named."""
+    lines = ["| target | vCPUs | impl | identical guest code | emulator-blind | distinguishable | not executed |",
+             "|---|---|---|---|---|---|---|"]
+    key = lambda r: (r["arch"], r["cpu_model"], r["vcpus"], r["impl"])
+    for k, grp in itertools.groupby(sorted(rows, key=key), key=key):
+        grp = list(grp)
+        c = {lab: sum(r["label"] == lab for r in grp) for lab in (IDENTICAL, BLIND, DISTINCT, NOT_RUN)}
+        lines.append(f"| {k[0]}/tcg/{k[1]} | {k[2]} | {k[3]} | {c[IDENTICAL]} | {c[BLIND]} | "
+                     f"{c[DISTINCT]} | {c[NOT_RUN]} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = ArgParser(prog="qrwbench.emuaudit", description="what TCG can tell apart")
+    ap.add_argument("--out", default=str(TOP / "build" / "emulator"))
+    ap.add_argument("--vcpus", default="1,2", help="comma-separated vCPU counts (default 1,2)")
+    a = ap.parse_args(argv)
+    try:
+        try:
+            vcpus = tuple(int(x) for x in a.vcpus.split(","))
+        except ValueError:
+            vcpus = ()
+        if not vcpus or not all(1 <= v <= 8 for v in vcpus):
+            raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
+        for arch in targets.ARCHES:
+            bench.kernel_paths(arch, "acqrel")         # before any boot
+        out = outputs.check(a.out, "emulator", "qrwbench emulator audit directory")
+        ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
+        with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
+            rows = run(tmp, vcpus)
+            text = table(rows)
+            (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver), indent=1) + "\n")
+            (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
+    except (InputError, QrwbenchError) as e:
+        print(f"emuaudit: error: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
