@@ -46,6 +46,7 @@ LOCK_VARIANTS = ("full", "acqrel", "relaxed")        # the module's qrwlock copi
 _LAYOUT_RE = re.compile(r"qrwbench: layout: (\w+) at ([0-9a-f]+)")
 _INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s)")
 _HEX_RE = re.compile(r"\$0x([0-9a-f]+)")
+_PCREL_RE = re.compile(r"^((?:add|sub)_i(?:32|64) pc,pc,)\$0x[0-9a-f]+$")
 _ANNOT_RE = re.compile(r"\s*(?:sync: [\d ]+|dead: [\d ]+|pref=\S+)")
 
 
@@ -88,7 +89,8 @@ def parse_log(text: str) -> list[TB]:
 def normalize_ops(ops: list[str], start: int, end: int) -> tuple[str, ...]:
     """The ops that become host code, without what differs between identical
     translations: liveness annotations, TB exit pointers, and constants
-    inside the function (guest PCs) as offsets. Instruction-start markers
+    near the function (guest PCs: a branch target moves when one variant's
+    loop is an instruction longer elsewhere) as ``$PC``. Instruction-start markers
     (``---- pc ...``) are metadata, not host code, and are left out: a guest
     instruction that QEMU translates to nothing (a barrier elided in a
     one-vCPU guest) leaves only its marker."""
@@ -97,15 +99,18 @@ def normalize_ops(ops: list[str], start: int, end: int) -> tuple[str, ...]:
         op = _ANNOT_RE.sub("", op).strip()
         if op.startswith("----"):
             continue
+        if _PCREL_RE.match(op):      # a PC-relative jump (CF_PCREL): its distance moves too
+            out.append(_PCREL_RE.match(op).group(1) + "$REL")
+            continue
         if op.startswith("exit_tb "):
             v = int(op.split("$0x", 1)[1], 16) if "$0x" in op else 0
             out.append(f"exit_tb TB+{v & 3}")
             continue
 
-        def rel(m):
+        def pc(m):
             v = int(m.group(1), 16)
-            return f"$F{v - start:+#x}" if start - (1 << 20) <= v <= end + (1 << 20) else m.group(0)
-        out.append(_HEX_RE.sub(rel, op))
+            return "$PC" if start - (1 << 20) <= v <= end + (1 << 20) else m.group(0)
+        out.append(_HEX_RE.sub(pc, op))
     return tuple(out)
 
 
@@ -124,17 +129,20 @@ def layout(console: str, ko: Path) -> dict[str, tuple[int, int]]:
 
 @dataclass
 class Code:
-    guest: tuple     # ((offset, bytes), ...) of the translated instructions
-    ir: tuple        # ((tb offset, normalized ops), ...)
+    guest: tuple     # the distinct translation blocks' guest instructions, sorted
+    ir: tuple        # the distinct translation blocks' normalized ops, sorted
 
 
 def function_code(tbs: list[TB], start: int, end: int) -> Code | None:
-    """What TCG translated of the function at [start, end): None if nothing."""
+    """What TCG translated of the function at [start, end): None if nothing.
+    Blocks are compared as sets, not by offset: a variant whose loop is one
+    instruction longer has its blocks elsewhere, and a block translated
+    twice (QEMU retranslates) counts once."""
     guest, ir = set(), set()
     for t in tbs:
         if start <= t.pc < end:
-            guest.update((pc - start, b) for pc, b in t.guest if pc < end)
-            ir.add((t.pc - start, normalize_ops(t.ops, start, end)))
+            guest.add(tuple(b for pc, b in t.guest if pc < end))
+            ir.add(normalize_ops(t.ops, start, end))
     if not ir:
         return None
     return Code(tuple(sorted(guest)), tuple(sorted(ir)))
@@ -162,19 +170,40 @@ def comparisons() -> list[tuple[str, str, str, str, tuple[str, ...], tuple[str, 
     return out
 
 
-def code_of(tbs, lay, names) -> Code | None:
-    parts = [function_code(tbs, *lay[n]) for n in names if n in lay]
-    parts = [p for p in parts if p is not None]
+def static_code(elf: Elf, name: str, variant: str) -> tuple:
+    """A function's bytes in the .ko and its relocations (offset, type,
+    addend, target with the variant's name taken out): the guest code, as
+    built, whatever part of it ran."""
+    text = elf.section(".text")
+    f = elf.functions(".text")[name]
+    body = elf.data[text.offset + f.value:text.offset + f.value + f.size]
+    syms = elf.symbols
+    rel = []
+    for off, idx, typ, addend in elf.relas(".text"):
+        if f.value <= off < f.value + f.size:
+            target = syms[idx].name if idx < len(syms) else "?"
+            rel.append((off - f.value, typ, addend, target.replace(f"_{variant}_", "_*_")))
+    return body.hex(), tuple(sorted(rel))
+
+
+def code_of(tbs, lay, names, elf: Elf | None = None, variant: str = "") -> Code | None:
+    """The translated code of ``names`` (functions of one variant); the guest
+    part from the .ko when ``elf`` is given, else from the translated blocks."""
+    parts = [(n, function_code(tbs, *lay[n])) for n in names if n in lay]
+    parts = [(n, p) for n, p in parts if p is not None]
     if not parts:
         return None
-    return Code(tuple(p.guest for p in parts), tuple(p.ir for p in parts))
+    guest = (tuple(static_code(elf, n, variant) for n, _ in parts) if elf is not None
+             else tuple(p.guest for _, p in parts))
+    return Code(guest, tuple(p.ir for _, p in parts))
 
 
-def audit_boot(tbs, lay) -> list[dict]:
-    """The labels of every comparison from one boot's log."""
+def audit_boot(tbs, lay, elf: Elf | None = None) -> list[dict]:
+    """The labels of every comparison from one boot's log (``elf``: the .ko,
+    for guest-code identity as built; without it, as translated)."""
     rows = []
     for impl, op, a, b, fa, fb in comparisons():
-        ca, cb = code_of(tbs, lay, fa), code_of(tbs, lay, fb)
+        ca, cb = code_of(tbs, lay, fa, elf, a), code_of(tbs, lay, fb, elf, b)
         rows.append({"impl": impl, "op": op, "variants": [a, b], "label": label(ca, cb)})
     return rows
 
@@ -224,7 +253,7 @@ def run(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS), extra=No
         ko = TOP / "build" / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
         lay = layout(console, ko)
         tbs = parse_log(text)
-        for r in audit_boot(tbs, lay):
+        for r in audit_boot(tbs, lay, Elf(ko)):
             if (wl == "rwlock") != (r["impl"] == "module"):
                 continue
             rows.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": v, **r})

@@ -51,9 +51,10 @@ def test_normalize_drops_what_differs_between_identical_translations():
     ops = [" ---- 0000000000000e18 0000000000000000 0000000000000000",
            " add_i64 pc,pc,$0xffffffffffffffccdead: 0 1 2",
            " movi_i64 tmp1,$0xffff800078462e40      sync: 0  pref=0xffff",
+           " movi_i64 tmp2,$0x1234",
            " exit_tb $0x7f75d0e68481"]
     got = E.normalize_ops(ops, 0xffff800078462e00, 0xffff800078462e60)
-    assert got == ("add_i64 pc,pc,$0xffffffffffffffcc", "movi_i64 tmp1,$F+0x40",
+    assert got == ("add_i64 pc,pc,$REL", "movi_i64 tmp1,$PC", "movi_i64 tmp2,$0x1234",
                    "exit_tb TB+1")
 
 
