@@ -10,7 +10,7 @@
 #   make regress [BASE=commit] [THRESHOLD=5]   0-day style report between rig commits
 #   make audit                     what each variant compiles to (objdump), and what TCG runs for it
 #   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
-#   make torture [MINUTES=3]       rwlock exclusion checker on every variant
+#   make torture [MINUTES=3]       rwlock exclusion checker on every variant + weak-memory canaries
 #   make perf CELL=...             perf record profile of QEMU for one cell
 #   make bench-series CELL=... [KERNEL_SRC=..] [FROM=..] [TO=..] [BOOTS=5]
 #   make bisect GOOD=.. BAD=.. CELL=... [KERNEL_SRC=..] [BOOTS=5] [THRESHOLD=5]

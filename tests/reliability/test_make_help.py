@@ -1,0 +1,23 @@
+"""`make help` names every target a user runs (issue 16: no target is hidden)."""
+import re
+import subprocess
+
+from conftest import TOP
+
+# rules that are steps of others, not commands (make test builds test-kernels;
+# check-arch-variant guards make kernel; insmod/modprobe/load only refuse)
+INTERNAL = {"all", "help", "check-arch-variant", "test-kernels", "insmod", "modprobe", "load"}
+
+
+def test_help_lists_every_target():
+    text = (TOP / "Makefile").read_text()
+    targets = set()
+    for m in re.finditer(r"^([a-z][a-z0-9 -]*):(?!=)", text, re.M):
+        targets.update(m.group(1).split())
+    assert {"bench", "test", "bisect", "audit"} <= targets       # the parse sees the rules
+    out = subprocess.run(["make", "-s", "--no-print-directory", "help"], cwd=TOP,
+                         capture_output=True, text=True, check=True).stdout
+    named = set(re.findall(r"^\s*make ([a-z][a-z0-9-]*)", out, re.M))
+    named |= set(re.findall(r"\| ([a-z][a-z0-9-]*)\s", out))   # "make clean | distclean"
+    missing = targets - INTERNAL - named
+    assert not missing, f"make help does not name: {sorted(missing)}"
