@@ -19,9 +19,14 @@ reordering a relaxed lock allows, so their 0 violations prove nothing.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from . import bench, matrix, records
+from . import matrix, records
+from .errors import QrwbenchError
+from .targets import TOP
+
+DEFAULT_CANARIES = TOP / "build" / "torture" / "canaries.json"     # make torture writes it
 
 # the canaries whose firing shows the reordering a relaxed read lock allows
 MP_CANARIES = ("mp", "qrw_unlock_rlock_relaxed")
@@ -81,6 +86,7 @@ def run(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb: int, see
         log=print) -> tuple[dict[str, list[dict]], list[str]]:
     """Boot each canary cell into out/<n>-litmus-<target>/; ({target label:
     litmus records}, failed run lines)."""
+    from . import bench     # boots: only here (the report reads canaries without them)
     got, failed = {}, []
     verdict_kvm = {"usable": False, "reason": "canaries use the cell's accel", "booted": False}
     for i, c in enumerate(cells, 1):
@@ -107,3 +113,35 @@ def canary_targets(cells: list[matrix.Cell]) -> list[matrix.Cell]:
             seen_t.add(k)
             out.append(cell(c.arch, c.accel, c.cpu))
     return out
+
+
+def save(got: dict[str, list[dict]], path: Path) -> None:
+    """{target label: litmus records} as JSON rows (make torture's canaries.json)."""
+    rows = [{"target": label, **{k: r[k] for k in ("test", "lkmm", "want", "iters", "ns", "counts")}}
+            for label, recs in got.items() for r in recs]
+    Path(path).write_text(json.dumps({"schema": 1, "canaries": rows}, indent=1) + "\n")
+
+
+def load(path=None) -> list[tuple[str, dict]] | None:
+    """(target label, litmus record) rows of a canaries.json; None when there
+    is none; each row checked as the parser checks a litmus record."""
+    path = Path(path or DEFAULT_CANARIES)
+    if not path.is_file():
+        return None
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+        rows = obj["canaries"] if isinstance(obj, dict) and obj.get("schema") == 1 else None
+        if not isinstance(rows, list):
+            raise ValueError("not a schema 1 object with a 'canaries' list")
+        out = []
+        for i, r in enumerate(rows):
+            if not isinstance(r, dict) or not isinstance(r.get("target"), str):
+                raise ValueError(f"canaries[{i}] has no target")
+            try:
+                records.check_litmus(r, {"workload": "litmus"})
+            except records.RecordError as e:
+                raise ValueError(f"canaries[{i}]: {e}") from None
+            out.append((r["target"], r))
+        return out
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise QrwbenchError(f"canary file {path}: {e}") from None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, history, matrix, outputs, planner, plots, stats, store, tables
+from . import codeid, gitutil, history, litmus, matrix, outputs, planner, plots, stats, store, tables
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -47,6 +47,7 @@ class Analysis:
     audit: codeid.Audit | None
     agreement: list[list[str]] = field(default_factory=list)
     perf: list[dict] = field(default_factory=list)     # run_perf rows of the ok runs
+    canaries: list | None = None    # (target, litmus record) of make torture's canary boots
 
 
 # ---------------------------------------------------------------- selection
@@ -177,7 +178,7 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     return Analysis(sel, cset, aa, stats.within_boot_cv(sel.samples),
                     stats.run_fairness(sel.samples), hist,
                     _caveats(sel, cset, aa, audit), audit, _agreement(cset),
-                    store.load_perf(conn, ok_ids))
+                    store.load_perf(conn, ok_ids), litmus.load())
 
 
 # ------------------------------------------------------------------- tables
@@ -442,6 +443,17 @@ th{background:#eee}.caveat{background:#fff3cd;padding:4px 8px;margin:2px 0}
 img{max-width:100%;border:1px solid #ddd;margin:4px 0}"""
 
 
+def _canary_md(canaries) -> str:
+    """The canary table (litmus.table) of the last `make torture`, or why not."""
+    if canaries is None:
+        return ("Weak-memory canaries: none found (make torture writes "
+                "build/torture/canaries.json): this report cannot say which reorderings "
+                "the backend can show.")
+    text, _bad = litmus.table(canaries)
+    return ("Weak-memory canaries (the last make torture, bench/module/qrwb_litmus.def; "
+            "a forbidden outcome seen is a bug):\n\n" + text)
+
+
 def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     plot_dir = out / "plots"
     oc_cells = {stats.Cell.of(s) for s in a.selection.samples if s.get("overcommitted")}
@@ -508,6 +520,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     if change_lines:
         body += ["<h2>Change points</h2><ul>"] + [f"<li>{e(l)}</li>" for l in change_lines] \
             + ["</ul>"]
+    body += ["<h2>Weak-memory canaries</h2>", f"<pre>{e(_canary_md(a.canaries))}</pre>"]
     body += [t.html() for t in parts + extra]
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qrwbench report"
@@ -528,6 +541,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     for t in (overhead_table, sweep_table, perf_table, pmu_table):
         if t.rows:
             md += [t.markdown(), ""]
+    md += [_canary_md(a.canaries), ""]
     md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")

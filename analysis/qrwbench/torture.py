@@ -97,6 +97,7 @@ def torture(m, cells, out: Path, minutes: float):
         recs = canaries.get(litmus.target_label(c), [])
         blind[(c.arch, c.cpu)] = litmus.blind_to_mp(recs)
     text, bad = format_report(tally(parsed), failed, blind)
+    litmus.save(canaries, out / "canaries.json")       # for the report
     ctext, cbad = litmus.table([(label, r) for label, recs in canaries.items() for r in recs])
     text = f"{text}\n\nWeak-memory canaries (bench/module/qrwb_litmus.def, 2 vCPUs):\n\n{ctext}"
     (out / "report.md").write_text(f"# qrwbench torture ({minutes} min)\n\n{text}\n")

@@ -108,3 +108,28 @@ def test_one_vcpu_is_refused_by_the_module(tmp_path):
     p = records.parse_console((tmp_path / "r" / "console.log").read_bytes())
     assert not p.ok
     assert "workload=litmus needs two CPUs, the guest has 1 online" in p.reason, p.reason
+
+
+def test_canaries_saved_for_the_report_and_read_back(tmp_path):
+    from qrwbench import report
+    got = {"x86_64/tcg/max": [lit("sb", [7, 40, 50, 3]), lit("mp_rel_acq", [50, 1, 0, 49])]}
+    f = tmp_path / "canaries.json"
+    litmus.save(got, f)
+    rows = litmus.load(f)
+    assert [(t, r["test"]) for t, r in rows] == [("x86_64/tcg/max", "sb"),
+                                                  ("x86_64/tcg/max", "mp_rel_acq")]
+    md = report._canary_md(rows)
+    assert "| x86_64/tcg/max | sb | allowed | r0=0 r1=0 | 100 | 7 | Sometimes: 7 of 100 |" in md
+    assert "none found" in report._canary_md(None)
+    assert litmus.load(tmp_path / "missing.json") is None
+
+
+def test_a_damaged_canary_file_is_one_clear_error(tmp_path):
+    from qrwbench.errors import QrwbenchError
+    f = tmp_path / "canaries.json"
+    for text, why in (("{", "canary file"), ('{"schema": 1, "canaries": [{"target": "t"}]}',
+                                             r"canaries\[0\]: litmus record lacks"),
+                      ('{"schema": 2}', "not a schema 1 object")):
+        f.write_text(text)
+        with pytest.raises(QrwbenchError, match=why):
+            litmus.load(f)
