@@ -155,10 +155,18 @@ def find_audit(path=None) -> Audit | None:
     None; with the emulator audit (build/emulator/emulator.json) when there is one."""
     if path:
         audit = load_audit(path)
-    elif Path(DEFAULT_AUDIT).is_file():
+    elif _is_file(DEFAULT_AUDIT):
         audit = load_audit(DEFAULT_AUDIT)
     else:
         return None
-    if Path(DEFAULT_EMULATOR).is_file():
+    if _is_file(DEFAULT_EMULATOR):
         audit.blind = load_blind(DEFAULT_EMULATOR)
     return audit
+
+
+def _is_file(path) -> bool:
+    """Path.is_file, with an unreadable directory a one-line error, not a traceback."""
+    try:
+        return Path(path).is_file()
+    except OSError as exc:
+        raise QrwbenchError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -126,9 +126,9 @@ def load(path=None) -> list[tuple[str, dict]] | None:
     """(target label, litmus record) rows of a canaries.json; None when there
     is none; each row checked as the parser checks a litmus record."""
     path = Path(path or DEFAULT_CANARIES)
-    if not path.is_file():
-        return None
     try:
+        if not path.is_file():
+            return None
         obj = json.loads(path.read_text(encoding="utf-8"))
         rows = obj["canaries"] if isinstance(obj, dict) and obj.get("schema") == 1 else None
         if not isinstance(rows, list):

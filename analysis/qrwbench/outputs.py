@@ -167,6 +167,7 @@ def replacing(path, kind: str, what: str | None = None):
         with _locked(p):
             p = check(p, kind, what)        # again: another writer may have finished
             tmp = Path(tempfile.mkdtemp(prefix=f".{p.name}.tmp-", dir=p.parent))
+            os.chmod(tmp, 0o755)    # an output is for everyone to read (mkdtemp makes 0700)
             try:
                 yield tmp
                 mark(tmp, kind)
