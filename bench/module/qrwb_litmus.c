@@ -137,14 +137,7 @@ static int qrwb_lt_thread(void *p)
 
 	qrwb_lt_side(a->run, a->me);
 	complete(&a->run->fin[a->me]);
-	/* a kthread must not exit before kthread_stop() */
-	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (kthread_should_stop())
-			break;
-		schedule();
-	}
-	__set_current_state(TASK_RUNNING);
+	qrwb_wait_for_stop();
 	return 0;
 }
 

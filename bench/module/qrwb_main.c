@@ -956,14 +956,7 @@ static int qrwb_worker_fn(void *arg)
 		}
 		qrwb_pmu_close(w);
 	}
-	/* a kthread must not exit before kthread_stop() */
-	for (;;) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (kthread_should_stop())
-			break;
-		schedule();
-	}
-	__set_current_state(TASK_RUNNING);
+	qrwb_wait_for_stop();
 	return 0;
 }
 

@@ -7,6 +7,8 @@
 #define QRWBENCH_H
 
 #include <linux/atomic.h>
+#include <linux/kthread.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 
@@ -95,6 +97,18 @@ extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c0;
 extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1;
 extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1mb;
 extern const qrwb_rwloop_fn qrwb_rwloop_relaxed_c0;
+
+/* the end of a kthread's function: it must not exit before kthread_stop() */
+static inline void qrwb_wait_for_stop(void)
+{
+	for (;;) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop())
+			break;
+		schedule();
+	}
+	__set_current_state(TASK_RUNNING);
+}
 
 /* xorshift64 (Marsaglia 13/7/17): the rwlock loop's read/write choice */
 static __always_inline u64 qrwb_xorshift(u64 x)
