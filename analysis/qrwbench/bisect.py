@@ -104,23 +104,45 @@ def code_digest(wd, cell, sha, *, in_step=False) -> str:
     return objdiff.build_digest([wd.obj / "vmlinux", wd.module / "qrwbench.ko"])
 
 
+VERDICTS_WRITER = "qrwbench bisect"     # in every verdicts file the rig writes
+
+
 def _verdicts_file(state) -> Path:
     return Path(state["workdir"]["root"]) / "verdicts.json"
 
 
+def _read_verdicts(f: Path) -> dict | None:
+    """The verdicts of a file this rig wrote ({} when absent); None when the
+    file is not one of ours (a --workdir of the user's may hold anything)."""
+    if not f.exists():
+        return {}
+    try:
+        obj = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(obj, dict) and obj.get("writer") == VERDICTS_WRITER
+    return obj.get("verdicts", {}) if ok else None
+
+
 def verdicts(state) -> dict:
     """{sha: {"digest", "verdict" (0 good / 1 bad), "how"}} of this bisect."""
+    return _read_verdicts(_verdicts_file(state)) or {}
+
+
+def _write_verdicts(state, v: dict) -> None:
     f = _verdicts_file(state)
-    return json.loads(f.read_text()) if f.is_file() else {}
+    if _read_verdicts(f) is None:
+        raise QrwbenchError(f"{f} exists and was not written by qrwbench's bisect: "
+                            "remove it or give another --workdir")
+    tmp = f.with_name(f".{f.name}.qrwbench-tmp")
+    tmp.write_text(json.dumps({"writer": VERDICTS_WRITER, "verdicts": v}, indent=1) + "\n")
+    tmp.replace(f)
 
 
 def record_verdict(state, sha, digest, verdict, how, reference=None) -> None:
     v = verdicts(state)
     v[sha] = {"digest": digest, "verdict": verdict, "how": how, "reference": reference}
-    f = _verdicts_file(state)
-    tmp = f.with_name(f.name + ".tmp")
-    tmp.write_text(json.dumps(v, indent=1) + "\n")
-    tmp.replace(f)
+    _write_verdicts(state, v)
 
 
 def same_code_as(state, digest, sha) -> tuple[str, dict] | None:
@@ -270,7 +292,7 @@ def _run(state, cell, wd, t0) -> dict:
     ktree.sync_clone(wd.linux, Path(state["src"]), log=log)
     state_file = wd.root / "state.json"
     state_file.write_text(json.dumps(state, indent=1) + "\n")
-    _verdicts_file(state).unlink(missing_ok=True)      # verdicts are per bisect
+    _write_verdicts(state, {})      # verdicts are per bisect (only a file of ours is reset)
     conn = store.connect(state["db"])
     try:
         good = ensure(conn, wd, cell, state["good"], state["boots"], Path(state["runs"]))

@@ -44,11 +44,11 @@ class Audit:
     path: str = ""
     # emuaudit.py's emulator.json: pairs whose guest code differs while TCG
     # runs the same ops for both ({arch, accel, cpu_model, vcpus, impl, op, variants})
-    blind: list[dict] = field(default_factory=list)
+    blind: list[dict] | None = None     # None: no emulator audit was read
 
     def is_blind(self, cell, a: str, b: str) -> bool:
         """TCG executes the same for variants a and b of ``cell`` (a stats.Cell)."""
-        for e in self.blind:
+        for e in self.blind or ():
             if all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "cpu_model", "vcpus",
                                                            "impl", "op")) \
                     and {a, b} <= set(e["variants"]):

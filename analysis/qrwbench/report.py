@@ -108,7 +108,7 @@ def _caveats(sel: Selection, cset, aa, audit) -> list[str]:
     else:
         out += audit.notes_for({c.cell for c in cset.comparisons})
         nb = sum(c.emulator_blind for c in cset.comparisons)
-        if not audit.blind:
+        if audit.blind is None:
             out.append("no emulator audit (make audit writes build/audit/emulator.json): "
                        "comparisons TCG cannot tell apart are not labeled")
         elif nb:

@@ -66,3 +66,20 @@ def test_not_an_elf_file_is_a_clear_error(tmp_path):
         objdiff.digest(f)
     with pytest.raises(ValueError, match="missing: cannot read its code"):
         objdiff.digest(tmp_path / "missing")
+
+
+def test_bisect_verdicts_never_replace_a_file_the_rig_did_not_write(tmp_path):
+    """A --workdir of the user's may hold a verdicts.json: it is refused, not reset."""
+    from qrwbench import bisect
+    from qrwbench.errors import QrwbenchError
+    state = {"workdir": {"root": str(tmp_path)}}
+    mine = tmp_path / "verdicts.json"
+    mine.write_text("my notes\n")
+    with pytest.raises(QrwbenchError, match="was not written by qrwbench's bisect"):
+        bisect.record_verdict(state, "a" * 40, "d", bisect.GOOD, "measured")
+    assert mine.read_text() == "my notes\n"
+    mine.unlink()
+    bisect.record_verdict(state, "a" * 40, "d", bisect.GOOD, "measured")
+    assert bisect.verdicts(state)["a" * 40]["how"] == "measured"
+    bisect._write_verdicts(state, {})        # a file of ours is reset
+    assert bisect.verdicts(state) == {}
