@@ -120,8 +120,13 @@ def _read_verdicts(f: Path) -> dict | None:
         obj = json.loads(f.read_text())
     except (OSError, ValueError):
         return None
-    ok = isinstance(obj, dict) and obj.get("writer") == VERDICTS_WRITER
-    return obj.get("verdicts", {}) if ok else None
+    if isinstance(obj, dict) and obj.get("writer") == VERDICTS_WRITER:
+        return obj.get("verdicts", {})
+    # written before the marker: {sha: {"digest", "verdict", "how"}} and nothing else
+    if isinstance(obj, dict) and obj and all(
+            isinstance(v, dict) and {"digest", "verdict", "how"} <= set(v) for v in obj.values()):
+        return obj
+    return None
 
 
 def verdicts(state) -> dict:
