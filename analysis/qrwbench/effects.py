@@ -9,13 +9,18 @@ other and a slow phase of the host moves both alike.
 
 * **In-boot comparisons** (an ordering against the baseline ordering, a module
   qrwlock copy against the ``acqrel`` copy, copy 1 against copy 0): the unit
-  is the block's log ratio ``log(x_a / x_b)``. The estimate is the mean over
-  boots of each boot's mean block log ratio (a geometric mean of block
-  ratios, each boot weighted alike). Its standard error follows the
-  two-level model of Kalibera & Jones ("Rigorous benchmarking in reasonable
-  time", ISMM 2013), boot and block as random levels
-  (:func:`random_effects_se`), and the interval is ``estimate +- t(df) * SE``
-  with ``df`` the number of blocks less the number of boots. A two-stage
+  is the block's log ratio ``log(x_a / x_b)``. Each boot's location is the
+  20 % trimmed mean of its block log ratios (:func:`boot_estimate`): on a
+  shared host a preempted vCPU thread loses milliseconds of a 5 ms window,
+  so the block ratios have a sharp core and long tails (default bench of
+  2026-12-04, 3066ff0: SD 0.11-0.17 of a block's log ratio, 0.05-0.08 from
+  its MAD, kurtosis 4-54), and the plain mean let those few blocks set the
+  width of every interval. The estimate is the mean of the boot locations
+  (each boot weighted alike). Its standard error follows the two-level model
+  of Kalibera & Jones ("Rigorous benchmarking in reasonable time", ISMM
+  2013), boot and block as random levels, with Yuen's trimmed-mean variance
+  for the block level (:func:`random_effects_se`), and the interval is
+  ``estimate +- t(df) * SE`` with ``df`` the blocks kept less the boots. A two-stage
   bootstrap (boots, then blocks) was tried first and dropped: it counts the
   within-boot noise twice, so its intervals did not narrow with more boots
   (half-widths 2.3 % at 2 boots and 2.7 % at 8 on the synthetic data of
@@ -23,7 +28,7 @@ other and a slow phase of the host moves both alike.
   seed 2; a throwaway check during development, not kept).
 * **Kernel builds** (the kernel's ``rwlock_t`` of one kernel variant against
   another's: always different boots): each boot is reduced to its in-boot
-  *normalized* value, the mean block log ratio of the kernel's rwlock to the
+  *normalized* value, the trimmed mean block log ratio of the kernel's rwlock to the
   module's own ``acqrel`` qrwlock copy (identical code in every kernel,
   measured in the same blocks), which cancels the speed of the boot and of
   the host. The boot is the unit: Welch's t test (``scipy.stats.ttest_ind``,
@@ -41,10 +46,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats as sps
+from scipy.stats import mstats
 
 CONFIDENCE = 0.95
 MIN_BLOCKS = 3          # in-boot: fewer blocks in all is not judged
 MIN_BOOTS = 2           # kernel builds: per side
+TRIM = 0.2              # share of a boot's blocks cut from each end (boot_estimate)
+TRIM_MIN_BLOCKS = 10    # ... in boots of at least this many blocks (fewer: the plain mean)
 
 
 @dataclass
@@ -97,20 +105,37 @@ def block_log_ratios(a: dict, b: dict) -> list[np.ndarray]:
     return out
 
 
-def random_effects_se(groups: list[np.ndarray]) -> float:
-    """Standard error of the mean of boot means under the two-level model
-    (Kalibera & Jones: boot and block as random levels): within-boot variance
-    pooled over boots, between-boot variance by the method of moments (the
-    boot means' variance less what the within-boot noise explains, floored
-    at 0). Written out: a few lines of one-way ANOVA."""
-    nb = len(groups)
-    n = np.array([len(g) for g in groups], dtype=float)
-    means = np.array([g.mean() for g in groups])
-    dfw = float((n - 1).sum())
-    ssw = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
-    s2w = ssw / dfw if dfw > 0 else 0.0
-    within = float((s2w / n).mean())         # mean over boots of var(boot mean | boot)
-    between = max(0.0, float(means.var(ddof=1)) - within) if nb > 1 else 0.0
+def boot_estimate(g: np.ndarray) -> tuple[float, float, int]:
+    """One boot's location of its block log ratios and that location's
+    variance: the 20 % trimmed mean (``TRIM`` of the blocks cut from each end,
+    ``scipy.stats.trim_mean``) with Yuen's variance, the winsorized variance
+    (``scipy.stats.mstats.winsorize``) over ``(h / n)^2 * n``, ``h`` the
+    blocks kept. A boot of fewer than ``TRIM_MIN_BLOCKS`` blocks keeps them
+    all (the plain mean and s^2/n): cutting 1 of 6 costs more in degrees of
+    freedom than it saves. Returns (location, variance, h)."""
+    g = np.asarray(g, dtype=float)
+    n = len(g)
+    k = int(TRIM * n) if n >= TRIM_MIN_BLOCKS else 0
+    h = n - 2 * k
+    if n < 2:
+        return float(g.mean()), 0.0, h
+    if k == 0:
+        return float(g.mean()), float(g.var(ddof=1)) / n, h
+    w = np.asarray(mstats.winsorize(g, limits=(TRIM, TRIM)), dtype=float)
+    return float(sps.trim_mean(g, TRIM)), float(w.var(ddof=1)) / ((h / n) ** 2 * n), h
+
+
+def random_effects_se(estimates: list[tuple[float, float, int]]) -> float:
+    """Standard error of the mean of boot locations under the two-level model
+    (Kalibera & Jones: boot and block as random levels): the within-boot part
+    is the mean of the boots' own variances (:func:`boot_estimate`), the
+    between-boot part by the method of moments (the boot locations' variance
+    less what the within-boot noise explains, floored at 0). Written out: a
+    few lines of one-way ANOVA, with Yuen's variance in place of s^2/n."""
+    nb = len(estimates)
+    locs = np.array([e[0] for e in estimates])
+    within = float(np.mean([e[1] for e in estimates]))
+    between = max(0.0, float(locs.var(ddof=1)) - within) if nb > 1 else 0.0
     return math.sqrt((between + within) / nb)
 
 
@@ -122,9 +147,10 @@ def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
     if nblocks < MIN_BLOCKS:
         e.why = f"too few paired blocks ({nblocks}; need {MIN_BLOCKS})"
         return e
-    e.estimate = float(np.mean([g.mean() for g in groups]))
-    se = random_effects_se(groups)
-    df = max(nblocks - len(groups), 1)
+    est = [boot_estimate(g) for g in groups]
+    e.estimate = float(np.mean([x[0] for x in est]))
+    se = random_effects_se(est)
+    df = max(sum(x[2] for x in est) - len(groups), 1)
     e.se = se
     q = float(sps.t.ppf(0.5 + confidence / 2, df))
     e.low, e.high = e.estimate - q * se, e.estimate + q * se

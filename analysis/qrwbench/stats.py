@@ -415,20 +415,21 @@ def reference_runs(reps: dict, cell: Cell) -> dict | None:
 
 
 def boot_values(runs: dict, ref_runs: dict | None) -> tuple[list[float], bool]:
-    """One value per boot for comparisons across boots: the mean block log
-    ratio to the in-boot reference (normalized), or, where a boot has no
-    reference, the mean log throughput of its blocks (not normalized)."""
+    """One value per boot for comparisons across boots: the trimmed mean
+    (:func:`effects.boot_estimate`) of the block log ratios to the in-boot
+    reference (normalized), or, where a boot has no reference, the trimmed
+    mean log throughput of its blocks (not normalized)."""
     vals, normalized = [], True
     for run in sorted(runs):
         g = effects.block_log_ratios({run: runs[run]}, {run: ref_runs[run]}) \
             if ref_runs and run in ref_runs else []
         if g:
-            vals.append(float(g[0].mean()))
+            vals.append(effects.boot_estimate(g[0])[0])
         else:
             normalized = False
             x = [v for v in runs[run].values() if v > 0]
             if x:
-                vals.append(float(np.mean(np.log(x))))
+                vals.append(effects.boot_estimate(np.log(x))[0])
     return vals, normalized
 
 
