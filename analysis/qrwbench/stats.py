@@ -568,6 +568,7 @@ class AAReport:
     n_significant: int
     rate: float          # n_significant / n_judged (nan when none judged)
     p_rate_above_alpha: float  # one-sided binomial test of rate > alpha
+    barrier_ns: dict = field(default_factory=dict)   # barrier_cost_ns of the samples
 
 
 def _injected(cell: Cell) -> bool:
@@ -629,16 +630,40 @@ def aa_control(samples, *, alpha=ALPHA, confidence=CONFIDENCE, boots=True) -> AA
     k = sum(r.significant for r in judged)
     n = len(judged)
     p_above = float(sps.binomtest(k, n, alpha, alternative="greater").pvalue) if n else math.nan
-    return AAReport(results, alpha, n, k, k / n if n else math.nan, p_above)
+    return AAReport(results, alpha, n, k, k / n if n else math.nan, p_above,
+                    barrier_cost_ns(samples))
 
 
 _NO_SUMMARY = Summary(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.nan)
 
 
-def barrier_hits(aa: AAReport) -> tuple[int, int]:
-    """(detected, measured) injected-barrier comparisons: detected = slower."""
-    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged]
+def _target(cell: Cell) -> str:
+    return f"{cell.arch}/{cell.accel}/{cell.cpu_model} {cell.vcpus}v"
+
+
+def barrier_hits(aa: AAReport, target: str | None = None) -> tuple[int, int]:
+    """(detected, measured) injected-barrier comparisons (of one target
+    ``arch/accel/cpu Nv`` if given): detected = slower."""
+    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged
+           and (target is None or _target(r.cell) == target)]
     return sum(1 for r in inj if r.significant and r.effect.estimate < 0), len(inj)
+
+
+def barrier_cost_ns(samples) -> dict[str, float]:
+    """Per target (``arch/accel/cpu Nv``), what one ``smp_mb()`` costs there:
+    median ns/op of the atomics op ``smp_mb`` less that of ``empty`` (the
+    harness alone), copy 0, cells without an injected barrier. It says
+    whether the backend charges for a barrier at all (under TCG that depends
+    on the host CPU: docs/validity.md)."""
+    ns = defaultdict(list)
+    for s in samples:
+        if (s.get("workload") == "atomics" and s.get("op") in ("smp_mb", "empty")
+                and not s.get("copy") and s.get("throughput", 0) > 0
+                and '"aa_inject_mb":1' not in str(s.get("params", "")).replace(" ", "")):
+            threads = len(s.get("per_thread_ops") or []) or 1
+            ns[(_target(Cell.of(s)), s["op"])].append(threads / s["throughput"] * 1e9)
+    return {t: float(np.median(ns[(t, "smp_mb")]) - np.median(ns[(t, "empty")]))
+            for t, op in ns if op == "smp_mb" and (t, "empty") in ns}
 
 
 def calibration_line(aa: AAReport) -> str:
@@ -651,14 +676,21 @@ def calibration_line(aa: AAReport) -> str:
 def calibration_failed(aa: AAReport) -> list[str]:
     """Why the calibration fails (empty when it holds): A/A false positives
     above alpha (binomial test), or an injected barrier missed in more than
-    5 % of the cells where it was measured."""
+    5 % of the cells where it was measured; then per target how often it was
+    found, with what one barrier costs there (``aa.barrier_ns``) where known."""
     out = []
     if aa.n_judged and aa.p_rate_above_alpha < 0.05:
         out.append(f"A/A false positives {aa.n_significant} of {aa.n_judged} "
                    f"({aa.rate:.0%}) exceed alpha {aa.alpha:g}")
     hit, n = barrier_hits(aa)
     if n and hit < 0.95 * n:
-        out.append(f"the injected barrier was detected in only {hit} of {n} cells")
+        per = []
+        for t in sorted({_target(r.cell) for r in aa.results if r.kind == "inject"}):
+            h, m = barrier_hits(aa, t)
+            cost = aa.barrier_ns.get(t)
+            per.append(f"{t} {h} of {m}" + (f", one smp_mb() {cost:.1f} ns" if cost is not None else ""))
+        out.append(f"the injected barrier was detected in only {hit} of {n} cells ("
+                   + "; ".join(per) + ")")
     return out
 
 

@@ -120,7 +120,7 @@ def text_comparison(cset, *, header: str = "") -> str:
     corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[cset.correction]
     base = ", ".join(f"{w}: {v}" for w, v in sorted(cset.baselines.items()))
     lines = [header] if header else []
-    lines.append(f"baselines ({base}); in-boot: geometric mean of paired block ratios, "
+    lines.append(f"baselines ({base}); in-boot: trimmed mean of paired block log ratios, "
                  "t interval on a two-level random-effects SE; kernel builds: one normalized "
                  f"value per boot, Welch t; {corr}-adjusted per arch/accel/CPU/workload, alpha "
                  f"{cset.alpha:g}")

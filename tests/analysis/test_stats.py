@@ -265,6 +265,26 @@ def test_calibration_fails_when_the_barrier_is_missed_or_aa_is_too_often_signifi
     assert "A/A false positives 40 of 40" in stats.calibration_failed(bad)[0]
 
 
+def test_calibration_names_the_targets_that_missed_and_what_one_barrier_costs_there():
+    """x86_64: the injected barrier costs 5 % and smp_mb() 40 ns over the
+    empty loop; arm64: neither costs anything. The failure says so per
+    target, with the cost of smp_mb() measured in the same samples."""
+    rng = np.random.default_rng(5)
+    s = []
+    for arch, inj, mb in (("x86_64", 0.95, 0.5), ("arm64", 1.0, 1.0)):
+        s += gen(rng, reps=10, cv=0.01, copy_factor=inj, arch=arch, params='{"aa_inject_mb":1}')
+        s += gen(rng, reps=10, cv=0.01, op="smp_mb", arch=arch, variants=("full",),
+                 factors={"full": mb}, copies=(0,))
+        s += gen(rng, reps=10, cv=0.01, op="empty", arch=arch, variants=("relaxed",), copies=(0,))
+    aa = stats.aa_control(s)
+    assert aa.barrier_ns["x86_64/tcg/qemu64 2v"] == pytest.approx(40, rel=0.05)
+    assert abs(aa.barrier_ns["arm64/tcg/qemu64 2v"]) < 2
+    (why,) = stats.calibration_failed(aa)
+    assert re.search(r"detected in only [4-5] of 8 cells \(arm64/tcg/qemu64 2v [01] of 4, one "
+                     r"smp_mb\(\) -?[01]\.\d ns; x86_64/tcg/qemu64 2v 4 of 4, one smp_mb\(\) "
+                     r"(39|40|41)\.\d ns\)", why), why
+
+
 def test_boot_level_aa_uses_the_normalized_kernel_values():
     """Boots of one kernel differing by 10 % in speed: normalized by the
     module copy in the same boot, the two halves agree."""
