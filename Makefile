@@ -5,7 +5,7 @@
 #   make kernels                   every arch x variant kernel of the default matrix
 #   make kernel ARCH=arm64 VARIANT=full
 #   make guests                    module + initramfs for every kernel
-#   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg]
+#   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg] [HOSTS=a,b]
 #   make report                    build/report/index.html from the results store
 #   make regress [BASE=commit] [THRESHOLD=5]   0-day style report between rig commits
 #   make audit                     what each variant compiles to (objdump), and what TCG runs for it
@@ -79,9 +79,9 @@ guests: kernels
 
 # The user's values reach the commands through the environment, never
 # pasted into a shell line.
-export MATRIX ACCEL CELL GOOD BAD KERNEL_SRC FROM TO BOOTS THRESHOLD BASE
+export MATRIX ACCEL CELL GOOD BAD KERNEL_SRC FROM TO BOOTS THRESHOLD BASE HOSTS
 BENCH_ARGS = $(if $(QUICK),--quick) $(if $(MATRIX),--matrix "$$MATRIX") \
-	$(if $(ACCEL),--accel "$$ACCEL") --db "$$RESULTS_DB"
+	$(if $(ACCEL),--accel "$$ACCEL") $(if $(HOSTS),--hosts "$$HOSTS") --db "$$RESULTS_DB"
 
 # The matrix, the accelerator and the results DB are checked first; then only
 # the kernels (and guests) the matrix boots are built.

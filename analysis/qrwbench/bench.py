@@ -242,6 +242,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", action="store_true", help="measure again cells that already have runs")
     ap.add_argument("--accel", default=None,
                     help="run every target under this accelerator (kvm: -cpu host, required; tcg: drop KVM targets)")
+    ap.add_argument("--hosts", default=None, metavar="A,B",
+                    help="boot on these ssh hosts with GNU parallel (README: Several hosts)")
     ap.add_argument("--no-summary", action="store_true")
     ap.add_argument("--plan", action="store_true",
                     help="only check the input (matrix, accel, DB, runs dir) and print the "
@@ -250,6 +252,10 @@ def main(argv=None) -> int:
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
     try:
         m = matrix.load(path)
+        hosts = None
+        if args.hosts is not None:
+            from . import remote
+            hosts = remote.parse_hosts(args.hosts)
         if args.accel:
             m = matrix.with_accel(m, args.accel)
         db, runs = Path(args.db), Path(args.runs)
@@ -260,7 +266,8 @@ def main(argv=None) -> int:
             return 0
         lock = take_lock(runs)
         try:
-            return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs)
+            return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs,
+                              hosts=hosts)
         finally:
             lock.close()
     except InputError as e:
@@ -280,12 +287,25 @@ def kernels_needed(m: matrix.Matrix) -> list[str]:
     return sorted(f"{a}-{v}" for a, v in need)
 
 
-def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS) -> int:
+def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS,
+               hosts: list[str] | None = None) -> int:
     # numpy and scipy only here: `--plan` runs before `make deps` installed them
-    from . import planner, stats
+    from . import bench_remote, planner, stats
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    verdicts = kvm_verdict(m)
+    farm = None
+    if hosts:
+        if m.pin:
+            raise InputError("pin = true pins vCPUs on this host: not with HOSTS")
+        farm = bench_remote.Hosts(hosts)
+        # KVM per host: a host without it runs only the TCG cells
+        verdicts = {}
+        for arch in {t["arch"] for t in m.targets if t["accel"] == "kvm"}:
+            why = [h.can_run(arch, "kvm") for h in farm.hosts]
+            verdicts[arch] = {"usable": "" in why, "booted": False,
+                              "reason": "; ".join(w for w in why if w) or "usable"}
+    else:
+        verdicts = kvm_verdict(m)
     skipped_targets = []
 
     def target_ok(t):
@@ -325,36 +345,68 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
              + (f", within {m.budget_min} min" if m.budget_min else "")
              if m.max_boots > m.boots else ""))
 
-    def one(b: matrix.Boot, tag: str, left: int | None = None) -> None:
-        """Boot b (unless stored); ``left``: boots still to go, for the ETA."""
-        nonlocal done, skipped
+    def claim(b: matrix.Boot) -> str | None:
+        """Count boot b for its cell; its run id, or None when it is stored."""
+        nonlocal skipped
         rid = run_id(b, rig, nonce, m.pin)
-        rdir = runs / rid
-        st_plan = plan.state(b.cell.key())
-        st_plan.boots += 1
+        plan.state(b.cell.key()).boots += 1
         run_cell[rid] = b.cell.key()
         if not fresh and store.has_run(conn, rid):
             skipped += 1
-            return
+            return None
+        return rid
+
+    def eta(left: int) -> str:
         measured = done + len(failures)
-        eta = ""
-        if measured and left is not None:
-            s = int((time.monotonic() - t0) / measured * left)
-            eta = f" ETA {s // 60}:{s % 60:02d}"
-        print(f"{tag}{eta} {b.cell.label()} boot {b.index + 1} "
-              f"(console: {rdir / 'console.log'})", flush=True)
-        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb,
-                      verdicts.get(b.cell.arch, NOT_ASKED), pin=m.pin)
-        store.import_run(conn, rdir)
+        if not measured:
+            return ""
+        s = int((time.monotonic() - t0) / measured * left)
+        return f" ETA {s // 60}:{s % 60:02d}"
+
+    def record(b: matrix.Boot, rid: str, st: dict) -> None:
+        nonlocal done
         if st["status"] == "ok":
             done += 1
         else:
-            st_plan.failed += 1
+            plan.state(b.cell.key()).failed += 1
             failures.append((rid, st["reason"]))
             print(f"  FAILED: {st['reason']}", flush=True)
 
-    for i, b in enumerate(boots, 1):
-        one(b, f"[{i}/{len(boots)}]", left=len(boots) - i + 1)
+    def one(b: matrix.Boot, tag: str, left: int | None = None) -> None:
+        """Boot b here (unless stored); ``left``: boots still to go, for the ETA."""
+        rid = claim(b)
+        if rid is None:
+            return
+        rdir = runs / rid
+        print(f"{tag}{eta(left) if left is not None else ''} {b.cell.label()} boot "
+              f"{b.index + 1} (console: {rdir / 'console.log'})", flush=True)
+        st = boot_one(b.cell, b.seed, rdir, m.timeout_s, m.mem_mb,
+                      verdicts.get(b.cell.arch, NOT_ASKED), pin=m.pin)
+        store.import_run(conn, rdir)
+        record(b, rid, st)
+
+    def on_hosts(batch: list[matrix.Boot], tag: str) -> None:
+        """The boots of ``batch`` as GNU parallel jobs on the hosts (bench_remote)."""
+        todo = [(b, rid, tag) for b in batch if (rid := claim(b)) is not None]
+        n = [0]
+
+        def progress(b, rid, st):
+            n[0] += 1
+            record(b, rid, st)
+            print(f"{tag} [{n[0]}/{len(todo)}]{eta(len(todo) - n[0])} {b.cell.label()} boot "
+                  f"{b.index + 1} on {st.get('host', '-')}: {st['status']} "
+                  f"(console: {runs / rid / 'console.log'})", flush=True)
+
+        if todo:
+            print(f"{tag}: {len(todo)} boots on {len(farm.hosts)} hosts "
+                  f"(GNU parallel; its log: {runs / '.remote'})", flush=True)
+            bench_remote.run_boots(farm, todo, m, runs, conn, rig, progress)
+
+    if farm is not None:
+        on_hosts(boots, "first boots")
+    else:
+        for i, b in enumerate(boots, 1):
+            one(b, f"[{i}/{len(boots)}]", left=len(boots) - i + 1)
     rnd = 0
     over_budget = False
     while m.max_boots > m.boots and not over_budget:
@@ -372,6 +424,16 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         print(f"bench: round {rnd}: {len(keys)} cells need more boots "
               f"({cset.summary_line()}); {elapsed / 60:.1f} min spent"
               + (f" of {m.budget_min}" if m.budget_min else ""), flush=True)
+        if farm is not None:
+            # a round runs whole on the hosts; the budget is checked between rounds
+            if time.monotonic() - t0 + per > plan.budget_s:
+                over_budget = True
+                for key in keys:
+                    plan.cells[key].ended_by = planner.BUDGET
+            else:
+                on_hosts([matrix.boot(m, by_key[key], plan.cells[key].boots) for key in keys],
+                         f"round {rnd}")
+            continue
         for k, key in enumerate(keys, 1):
             over_budget = over_budget or time.monotonic() - t0 + per > plan.budget_s
             if over_budget:

@@ -49,3 +49,8 @@ def host_state() -> dict:
 
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def iso(ts: float) -> str:
+    """A Unix time as now() writes times (UTC, seconds)."""
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")

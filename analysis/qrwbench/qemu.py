@@ -50,8 +50,11 @@ def host_tsc_khz() -> int:
 
 
 def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
-            kernel: Path, initrd: Path, append: str) -> list[str]:
-    """The QEMU command line for one boot (the console goes to stdout)."""
+            kernel: Path | str, initrd: Path | str, append: str, *,
+            binary: str | None = None, tsc_khz: int | str | None = None) -> list[str]:
+    """The QEMU command line for one boot (the console goes to stdout).
+    ``binary`` and ``tsc_khz`` (x86_64: the host TSC rate) default to this
+    host's; a boot on another host (remote.py) gives its own."""
     a = ARCHES[arch]
     if accel == "kvm":
         accel_args = ["-accel", "kvm"]
@@ -69,9 +72,9 @@ def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
         # microvm has no timer to calibrate the TSC against: without this the
         # guest clock is jiffies (4 ms steps). TCG's guest TSC is the host's;
         # under KVM without TSC scaling (-cpu host) it runs at the host's rate too.
-        extra += f" tsc_early_khz={host_tsc_khz()} tsc=reliable"
+        extra += f" tsc_early_khz={host_tsc_khz() if tsc_khz is None else tsc_khz} tsc=reliable"
     cmdline = f"console={a.console} panic=-1 {extra} {append}".split()
-    return [qemu_binary(arch), "-M", machine, *accel_args, "-cpu", cpu_model,
+    return [binary or qemu_binary(arch), "-M", machine, *accel_args, "-cpu", cpu_model,
             "-smp", str(vcpus), "-m", f"{mem_mb}M",
             "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
             "-nic", "none", "-serial", "stdio", "-monitor", "none",

@@ -71,10 +71,14 @@ class Cell:
     op: str
     placement: str
     params: str          # canonical JSON
+    # The host that ran the boots (make bench HOSTS=...; "" the coordinating
+    # host): a blocking factor, so no comparison pairs two hosts' values.
+    host: str = ""
 
     @classmethod
     def of(cls, sample: dict) -> "Cell":
-        return cls(*(sample[f] for f in cls.__dataclass_fields__))
+        return cls(*(sample[f] if f != "host" else sample.get("host") or ""
+                     for f in cls.__dataclass_fields__))
 
     def params_dict(self) -> dict:
         import json
@@ -91,7 +95,7 @@ class Cell:
         extra = self.params_text()
         return (f"{self.arch}/{self.accel}/{self.cpu_model}/{self.vcpus}v "
                 f"{self.workload} {self.impl} {self.op} {self.placement}"
-                + (f" [{extra}]" if extra else ""))
+                + (f" [{extra}]" if extra else "") + (f" @{self.host}" if self.host else ""))
 
     def metric(self, variant: str, what: str = "throughput") -> str:
         """``qrwbench.<arch>.<accel>.<workload>.<metric>`` (0-day style name)."""
@@ -100,6 +104,8 @@ class Cell:
         extra = self.params_text().replace(",", ".").replace("=", "")
         if extra:
             parts.append(extra)
+        if self.host:
+            parts.append(f"at-{self.host}")
         return f"qrwbench.{self.arch}.{self.accel}.{self.workload}." + \
             ".".join(parts + [what])
 
@@ -341,8 +347,10 @@ class Comparison:
 
     @property
     def family(self) -> tuple:
-        """Multiple-comparison family: one arch, accelerator, CPU model and workload."""
-        return (self.cell.arch, self.cell.accel, self.cell.cpu_model, self.cell.workload)
+        """Multiple-comparison family: one arch, accelerator, CPU model and
+        workload (on one host, when there are several)."""
+        return (self.cell.arch, self.cell.accel, self.cell.cpu_model, self.cell.workload,
+                self.cell.host)
 
     @property
     def judged(self) -> bool:

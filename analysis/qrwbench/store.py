@@ -32,7 +32,7 @@ from . import faults, records
 from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 
 CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
@@ -104,6 +104,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
             PRIMARY KEY (rig_commit, cell)
         )""",
+    ),
+    5: (
+        # the host that ran the boot, by the name make bench HOSTS= gave it;
+        # NULL: the coordinating host itself (remote.py)
+        """ALTER TABLE runs ADD COLUMN host TEXT""",
     ),
 }
 
@@ -425,6 +430,7 @@ def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
         "begin_json": canonical_json(parsed.begin) if parsed and parsed.begin else None,
         "pinned": (None if not isinstance(status.get("pinning"), dict)
                    else flag(status["pinning"].get("pinned"))),
+        "host": _text(prov.get("host")),
     }
 
 
@@ -615,7 +621,7 @@ def load_runs(conn, *, status: str | None = None) -> list[dict]:
 
 
 _RUN_FIELDS = ("rig_commit", "rig_dirty", "kernel_tree_commit", "kernel_tree_subject",
-               "overcommitted", "started_at", "kernel_release")
+               "overcommitted", "started_at", "kernel_release", "host")
 
 
 def load_samples(conn, *, rig_commit: str | None = None,

@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       cpio xz-utils kmod rsync git ccache gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
       qemu-system-x86 qemu-system-arm linux-perf
-      python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest)
+      python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
+      parallel openssh-client openssh-server)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -20,6 +21,21 @@ if [ "$(id -u)" != 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q > /tmp/qrwbench-apt-update.log 2>&1 || { tail -5 /tmp/qrwbench-apt-update.log >&2; exit 1; }
-apt-get install -y -q --no-install-recommends "${missing[@]}" > /tmp/qrwbench-apt-install.log 2>&1 ||
+# openssh-server is here for its sshd binary (the several-hosts tests start
+# their own on loopback addresses); its package must not start a system sshd.
+# Debian's invoke-rc.d asks policy-rc.d: where there is none, one that says
+# "no" (exit 101) stands there during the install, and only that file, which
+# the rig wrote, is removed after.
+policy=/usr/sbin/policy-rc.d
+ours=""
+if [ ! -e "$policy" ]; then
+	printf '#!/bin/sh\n# qrwbench deps.sh: no service starts during this install\nexit 101\n' > "$policy"
+	chmod 755 "$policy"
+	ours=1
+fi
+rc=0
+apt-get install -y -q --no-install-recommends "${missing[@]}" > /tmp/qrwbench-apt-install.log 2>&1 || rc=$?
+if [ -n "$ours" ] && grep -q '^# qrwbench deps.sh' "$policy" 2>/dev/null; then rm -f "$policy"; fi
+[ "$rc" = 0 ] ||
 	{ echo "deps: apt-get install failed; last lines of /tmp/qrwbench-apt-install.log:" >&2; tail -15 /tmp/qrwbench-apt-install.log >&2; exit 1; }
 echo "deps: installed ${missing[*]}"
