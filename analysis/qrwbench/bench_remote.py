@@ -22,15 +22,15 @@ class Hosts:
     def __init__(self, names: list[str], log=print):
         self.log = log
         self.hosts = [remote.probe(n) for n in names]
+        if not any(h.ok for h in self.hosts):
+            raise InputError("no host of HOSTS can run boots: "
+                             + "; ".join(h.reason for h in self.hosts))
         for h in self.hosts:
             if h.ok:
                 log(f"bench: host {h.name}: {h.machine}, {h.cpus} CPUs, {h.cpu_model}; "
                     f"QEMU {', '.join(sorted(h.qemu))}; KVM: {h.kvm or 'usable'}")
             else:
                 log(f"bench: host {h.name} left out: {h.reason}")
-        if not any(h.ok for h in self.hosts):
-            raise InputError("no host of HOSTS can run boots: "
-                             + "; ".join(h.reason for h in self.hosts))
         self.blobs: dict[str, Path] = {}
         self.sent: set[tuple[str, str]] = set()
 

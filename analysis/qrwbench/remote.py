@@ -179,7 +179,7 @@ def push(host: Host, blobs: dict[str, Path], jobs: Path | None = None) -> None:
             staging.mkdir()
             for sha, p in blobs.items():
                 (staging / sha).symlink_to(Path(p).resolve())
-            _rsync([*rsync, "-L", f"{staging}/", f"{host.name}:{remote_dir()}/blobs/"], host)
+            _rsync([*rsync, "-r", "-L", f"{staging}/", f"{host.name}:{remote_dir()}/blobs/"], host)
         if jobs is not None:
             _rsync([*rsync, "-r", f"{jobs}/", f"{host.name}:{remote_dir()}/jobs/"], host)
     finally:
