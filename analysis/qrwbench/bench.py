@@ -102,8 +102,13 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
     prov["finished_at"] = provenance.now()
     prov["qemu_cmd"] = shlex.split((run_dir / "qemu.cmd").read_text())   # exactly what ran
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
+    return judge_and_write(run_dir, prov, status)
+
+
+def judge_and_write(run_dir: Path, prov: dict, status: dict) -> dict:
+    """A run's final status.json: the store's import rules decide, so `make
+    bench` calls ok exactly the runs that become data (local and remote boots)."""
     text = (run_dir / "console.log").read_bytes()
-    # the store's import rules, so `make bench` calls ok exactly the runs that become data
     why, parsed = store.judge_run(prov, {"status": "ok"}, text)
     if status["status"] == "ok" and why:
         status.update(status="failed", reason=why)

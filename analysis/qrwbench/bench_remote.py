@@ -124,15 +124,8 @@ def finish(d: remote.Done, rid: str, rdir: Path, prov: dict, host: remote.Host |
     elif d.exitval != 0:
         status.update(status="failed", reason=f"QEMU exited with status {d.exitval} on {d.host}"
                       + (f": {err.splitlines()[-1]}" if err else ""))
-    text = console.read_bytes()
-    why, parsed = store.judge_run(prov, {"status": "ok"}, text)
-    if status["status"] == "ok" and why:
-        status.update(status="failed", reason=why)
-    if status["status"] == "failed":
-        status["console_tail"] = text[-2000:].decode("ascii", "replace").splitlines()[-15:]
-        if parsed.refused_reason:
-            status["refused_reason"] = parsed.refused_reason
-    qemu.write_status(rdir, status)
+    from .bench import judge_and_write
+    status = judge_and_write(rdir, prov, status)
     store.import_run(conn, rdir)
     return status
 
