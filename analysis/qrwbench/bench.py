@@ -24,6 +24,7 @@ import signal
 import sqlite3
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
@@ -370,6 +371,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
 
     def record(b: matrix.Boot, rid: str, st: dict) -> None:
         nonlocal done
+        if st.get("wall_s"):
+            plan.state(b.cell.key()).boot_s.append(float(st["wall_s"]))
         if st["status"] == "ok":
             done += 1
         else:
@@ -419,14 +422,16 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         if not samples:
             break
         cset = stats.compare_cells(samples, n_resamples=300, seed=rnd)
-        keys = planner.next_round(plan, cset, run_cell)
+        elapsed = time.monotonic() - t0
+        # hosts run boots side by side: the budget buys that many boots at once
+        width = len([h for h in farm.hosts if h.ok]) if farm is not None else 1
+        keys = planner.next_round(plan, cset, run_cell, (plan.budget_s - elapsed) * width)
         if not keys:
             break
         rnd += 1
         random.Random(f"{m.seed}:{rnd}").shuffle(keys)
-        elapsed = time.monotonic() - t0
         per = elapsed / max(1, done + len(failures) + skipped)
-        print(f"bench: round {rnd}: {len(keys)} cells need more boots "
+        print(f"bench: round {rnd}: {len(keys)} boots for {len(set(keys))} cells "
               f"({cset.summary_line()}); {elapsed / 60:.1f} min spent"
               + (f" of {m.budget_min}" if m.budget_min else ""), flush=True)
         if farm is not None:
@@ -436,8 +441,12 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
                 for key in keys:
                     plan.cells[key].ended_by = planner.BUDGET
             else:
-                on_hosts([matrix.boot(m, by_key[key], plan.cells[key].boots) for key in keys],
-                         f"round {rnd}")
+                nth = Counter()
+                batch = []
+                for key in keys:
+                    batch.append(matrix.boot(m, by_key[key], plan.cells[key].boots + nth[key]))
+                    nth[key] += 1
+                on_hosts(batch, f"round {rnd}")
             continue
         for k, key in enumerate(keys, 1):
             over_budget = over_budget or time.monotonic() - t0 + per > plan.budget_s

@@ -1,21 +1,35 @@
-"""The stopping rule of `make bench`: which cells need another boot.
+"""The stopping rule of `make bench`: which cells need more boots, and how many.
 
 After the matrix's first ``boots`` boots per cell, `make bench` works in
 rounds. Each round it judges every comparison of the runs so far
-(:func:`qrwbench.stats.compare_cells`) and gives one more boot, interleaved
-in a seeded random order, to every cell that some comparison needing more
-precision drew on: a comparison needs more while its CI half-width is above
-its target (``target_pct`` in-boot, ``kernel_target_pct`` for kernel builds)
-or it could not be judged yet. A cell stops when every comparison it feeds
-has reached its target ("target"), when it has had ``max_boots`` boots
-("max_boots"), when two of its boots failed ("failures"), or when the
-matrix's time budget ``budget_min`` would be exceeded by one more boot
-("budget"). The reason is stored per cell (``store.save_plan``) and shown by
-the report next to each comparison.
+(:func:`qrwbench.stats.compare_cells`). A comparison needs more precision
+while its CI half-width is above its target (``target_pct`` in-boot,
+``kernel_target_pct`` for kernel builds) or it could not be judged yet.
+
+How many boots a cell gets in a round comes from the measured widths: a
+cell's interval narrows like 1/sqrt(boots) (the blocks of a boot are fixed,
+and for the atomics the between-boot variance is about 0), so a cell whose
+comparisons needing more have a median width w against target t wants
+``boots * (w / t)^2`` boots in all, at most twice what it has per round and
+at most ``max_boots``. Which cells get their boots when the time budget
+cannot pay for all comes from the measured costs: cells are taken in the
+order of the precision they buy per second, the sum of their comparisons'
+weights (each level, in-boot and kernel builds, weighs 1 in all, shared by
+its comparisons still needing more) over the mean wall time of one of their
+boots, until the remaining budget is spent.
+
+A cell stops when every comparison it feeds has reached its target
+("target"), when it has had ``max_boots`` boots ("max_boots"), when two of
+its boots failed ("failures"), or when the matrix's time budget
+``budget_min`` leaves no room for one more of its boots ("budget"). The
+reason is stored per cell (``store.save_plan``) and shown by the report next
+to each comparison.
 """
 from __future__ import annotations
 
-from collections import Counter
+import math
+import statistics
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from . import stats
@@ -28,6 +42,7 @@ class CellState:
     boots: int = 0            # boots scheduled (ok or failed)
     failed: int = 0
     ended_by: str = ""        # "" while the cell may get more boots
+    boot_s: list = field(default_factory=list)    # wall time of each of its boots
 
 
 @dataclass
@@ -50,26 +65,50 @@ def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
     return e.half_width_pct > target_pct[c.level]
 
 
-def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict) -> list:
-    """Cell keys to boot once more this round (sorted; the caller shuffles
-    them and stops at the budget). ``run_cell``: run_id -> cell key of every
-    run of the matrix so far. Cells that end now get their ``ended_by``."""
-    wanting = set()
-    for c in cset.comparisons:
-        if needs_more(c, plan.target_pct):
-            wanting |= {run_cell[r] for r in c.runs if r in run_cell}
-    out = []
+MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
+
+
+def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
+               remaining_s: float = math.inf) -> list:
+    """Cell keys to boot this round, a key once per boot it gets (sorted by
+    value; the caller shuffles them). ``run_cell``: run_id -> cell key of
+    every run of the matrix so far; ``remaining_s``: what is left of the
+    time budget. Cells that end now get their ``ended_by``."""
+    needing = [c for c in cset.comparisons if needs_more(c, plan.target_pct)]
+    per_level = Counter(c.level for c in needing)
+    factors, value = defaultdict(list), defaultdict(float)
+    for c in needing:
+        judged = c.effect is not None and c.effect.judged
+        f = (c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if judged else 4.0
+        for key in {run_cell[r] for r in c.runs if r in run_cell}:
+            factors[key].append(f)
+            value[key] += 1.0 / per_level[c.level]
+    known = [t for st in plan.cells.values() for t in st.boot_s]
+    default_cost = statistics.fmean(known) if known else 1.0
+    offers = []
     for key, st in sorted(plan.cells.items()):
         if st.ended_by:
             continue
-        if key not in wanting:
+        if key not in factors:
             st.ended_by = TARGET
         elif st.failed >= 2:
             st.ended_by = FAILURES
         elif st.boots >= plan.max_boots:
             st.ended_by = MAX_BOOTS
         else:
-            out.append(key)
+            grow = min(max(statistics.median(factors[key]), 1.0), MAX_GROWTH)
+            n = max(1, min(plan.max_boots - st.boots, math.ceil(st.boots * grow) - st.boots))
+            cost = max(statistics.fmean(st.boot_s) if st.boot_s else default_cost, 1e-3)
+            offers.append((-value[key] / cost, key, n, cost))
+    out, left = [], remaining_s
+    for _, key, n, cost in sorted(offers):
+        k = n if math.isinf(left) else min(n, int(left // cost))
+        if k > 0:
+            out += [key] * k
+            left -= k * cost
+    if offers and not out:
+        for _, key, _, _ in offers:
+            plan.cells[key].ended_by = BUDGET
     return out
 
 
