@@ -155,7 +155,6 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
             r.why = (f"{effects.pct(e.estimate):+.1f} % [{low:+.1f}, {high:+.1f}] {what}: "
                      "measure more boots")
     return results
-    return results
 
 
 def _db_commit(known: list[str], sha: str) -> str | None:

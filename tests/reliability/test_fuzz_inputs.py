@@ -29,7 +29,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tomllib
 import traceback
 from pathlib import Path
@@ -37,11 +36,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
-import synth  # noqa: E402
-from qrwbench import cli, ktree, matrix, records, report, store  # noqa: E402
-from qrwbench import regress as regress_mod  # noqa: E402
-from qrwbench.errors import QrwbenchError  # noqa: E402
+import synth
+from qrwbench import cli, ktree, matrix, records, report, store
+from qrwbench import regress as regress_mod
+from qrwbench.errors import QrwbenchError
 
 TOP = Path(__file__).resolve().parents[2]
 PKG = TOP / "analysis" / "qrwbench"
