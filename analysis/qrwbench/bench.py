@@ -52,6 +52,13 @@ def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
     return image, initrd, kdir, kernel_src(variant)
 
 
+def cell_provenance(cell: matrix.Cell) -> dict:
+    """The ``cell`` entry of a run's provenance.json (local and remote boots)."""
+    return {"arch": cell.arch, "accel": cell.accel, "cpu_model": cell.cpu,
+            "vcpus": cell.vcpus, "kernel_variant": cell.variant,
+            "workload": cell.workload, "params": cell.params_dict()}
+
+
 def append_for(cell: matrix.Cell, seed: int) -> str:
     params = {"workload": cell.workload, "seed": seed, **cell.params_dict()}
     return " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
@@ -83,10 +90,7 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
                        append_for(cell, seed))
     pin_plan = pinmod.plan(cell.vcpus) if pin else None
     outputs.fresh_dir(run_dir, "run")       # an earlier run of ours there, or nothing
-    prov = {"run_id": run_dir.name,
-            "cell": {"arch": cell.arch, "accel": cell.accel, "cpu_model": cell.cpu,
-                     "vcpus": cell.vcpus, "kernel_variant": cell.variant,
-                     "workload": cell.workload, "params": cell.params_dict()},
+    prov = {"run_id": run_dir.name, "cell": cell_provenance(cell),
             **provenance.rig_state(), **provenance.kernel_state(kdir, src), **provenance.host_state(),
             "qemu_binary": cmd[0], "qemu_version": qemu.qemu_version(cmd[0]), "qemu_cmd": cmd,
             "accel": cell.accel, "cpu_model": cell.cpu, "kvm_probe": kvm_probe,

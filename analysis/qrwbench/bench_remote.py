@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from . import matrix, outputs, provenance, qemu, remote, store, targets
-from .targets import TOP, InputError
+from .targets import InputError
 
 TSC_PLACEHOLDER = "@QRWB_TSC_KHZ@"
 
@@ -81,9 +81,7 @@ def job_for(hosts: Hosts, cell: matrix.Cell, seed: int, rid: str, timeout_s: int
     argv += ["-name", f"guest=qrwbench:{rid}"]
     script = remote.job_script(argv, timeout_s)
     if cell.arch == "x86_64":
-        tool = TOP / "build" / "tools" / "tsc_khz"
-        qemu.host_tsc_khz()             # builds the tool if needed
-        tsc = hosts.blob(tool)
+        tsc = hosts.blob(qemu.tsc_tool())      # each host measures its own rate
         script = script.replace("exec timeout", f"tsc=$({shlex.quote(tsc)} 2>/dev/null) || tsc=\n"
                                 "exec timeout", 1)
         # the placeholder sits inside the single-quoted -append argument
@@ -135,7 +133,7 @@ def run_boots(hosts: Hosts, todo: list[tuple], m: matrix.Matrix, runs: Path, con
     """Run ``todo`` ([(boot, run id, tag)]) on the hosts able to; for each
     finished job ``progress(boot, run id, status)``. Boots no host can run
     are reported as failed without a job."""
-    from .bench import kernel_paths
+    from .bench import cell_provenance, kernel_paths
     groups: dict[tuple, list] = {}
     for b, rid, tag in todo:
         able = tuple(h.name for h in hosts.able(b.cell))
@@ -152,10 +150,7 @@ def run_boots(hosts: Hosts, todo: list[tuple], m: matrix.Matrix, runs: Path, con
             kernel = kernel_paths(b.cell.arch, b.cell.variant)
             script, argv = job_for(hosts, b.cell, b.seed, rid, m.timeout_s, m.mem_mb, kernel)
             c = b.cell
-            prov = {"run_id": rid,
-                    "cell": {"arch": c.arch, "accel": c.accel, "cpu_model": c.cpu,
-                             "vcpus": c.vcpus, "kernel_variant": c.variant,
-                             "workload": c.workload, "params": c.params_dict()},
+            prov = {"run_id": rid, "cell": cell_provenance(c),
                     **rig, **provenance.kernel_state(kernel[2], kernel[3]),
                     "qemu_binary": argv[0], "accel": c.accel, "cpu_model": c.cpu,
                     "seed": b.seed, "pin_plan": None}

@@ -38,15 +38,21 @@ def qemu_version(binary: str) -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
-def host_tsc_khz() -> int:
-    """The host TSC frequency, measured by guest/host/tsc_khz.c (built on demand)."""
+def tsc_tool() -> Path:
+    """build/tools/tsc_khz from guest/host/tsc_khz.c (built on demand)."""
     src = TOP / "guest" / "host" / "tsc_khz.c"
     exe = TOP / "build" / "tools" / "tsc_khz"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         exe.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["gcc", "-O2", "-o", str(exe) + ".tmp", str(src)], check=True)
         os.replace(str(exe) + ".tmp", exe)
-    return int(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+    return exe
+
+
+def host_tsc_khz() -> int:
+    """The host TSC frequency, measured by the tsc_khz tool."""
+    return int(subprocess.run([str(tsc_tool())], capture_output=True, text=True,
+                              check=True).stdout)
 
 
 def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,

@@ -31,6 +31,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,9 +175,8 @@ def push(host: Host, blobs: dict[str, Path], jobs: Path | None = None) -> None:
     rsync = ["rsync", "-e", shlex.join(ssh_command()), "--ignore-existing", "-t"]
     try:
         if blobs:
-            # a directory of links named by content: one rsync for all blobs
-            staging = Path(os.environ.get("TMPDIR", "/tmp")) / f"qrwb-push-{os.getpid()}-{time.monotonic_ns()}"
-            staging.mkdir()
+            # a new directory of links named by content: one rsync for all blobs
+            staging = Path(tempfile.mkdtemp(prefix="qrwb-push-"))
             for sha, p in blobs.items():
                 (staging / sha).symlink_to(Path(p).resolve())
             _rsync([*rsync, "-r", "-L", f"{staging}/", f"{host.name}:{remote_dir()}/blobs/"], host)
@@ -264,8 +264,7 @@ def run_batch(hosts: list[Host], jobs: dict[str, str], workdir: Path, on_done,
         return list(jobs)
     jobs_file = workdir / "jobs.txt"
     jobs_file.write_text("".join(f"{n}\n" for n in jobs))
-    results, joblog = workdir / "results", workdir / "joblog"
-    joblog.unlink(missing_ok=True)
+    results, joblog = workdir / "results", workdir / "joblog"   # workdir is new
     retries = retries or max(2, 2 * len(hosts))
     cmd = parallel_command(hosts, jobs_file, results, joblog, retries)
     (workdir / "parallel.cmd").write_text(shlex.join(cmd) + "\n")

@@ -660,14 +660,13 @@ def barrier_hits(aa: AAReport, target: str | None = None) -> tuple[int, int]:
 def barrier_cost_ns(samples) -> dict[str, float]:
     """Per target (``arch/accel/cpu Nv``), what one ``smp_mb()`` costs there:
     median ns/op of the atomics op ``smp_mb`` less that of ``empty`` (the
-    harness alone), copy 0, cells without an injected barrier. It says
+    harness alone), copy 0 (never the injected copy). It says
     whether the backend charges for a barrier at all (under TCG that depends
     on the host CPU: docs/validity.md)."""
     ns = defaultdict(list)
     for s in samples:
         if (s.get("workload") == "atomics" and s.get("op") in ("smp_mb", "empty")
-                and not s.get("copy") and s.get("throughput", 0) > 0
-                and '"aa_inject_mb":1' not in str(s.get("params", "")).replace(" ", "")):
+                and not s.get("copy") and s.get("throughput", 0) > 0):
             threads = len(s.get("per_thread_ops") or []) or 1
             ns[(_target(Cell.of(s)), s["op"])].append(threads / s["throughput"] * 1e9)
     return {t: float(np.median(ns[(t, "smp_mb")]) - np.median(ns[(t, "empty")]))
