@@ -323,18 +323,43 @@ def arm64_paths(dis: Disasm, fn: str, alts, cap: int) -> dict[str, list[str]]:
     return out
 
 
+def per_op(order: list[str], unroll: int) -> list[str] | None:
+    """The ordering instructions of one op of a loop that writes its op
+    ``unroll`` times: ``order`` is that many repetitions of them. None when
+    it is not (the loop does not run ``unroll`` copies of one op)."""
+    if len(order) % unroll:
+        return None
+    k = len(order) // unroll
+    return order[:k] if order == order[:k] * unroll else None
+
+
 def _fn_record(arch: str, name: str, insns: list[str], addr: int, size: int,
                paths: dict | None) -> dict:
-    order = ordering_insns(arch, insns)
+    """One function's record. A timed atomics loop (``qrwb_loop_*``) writes
+    its op targets.loop_unroll() times: its "order" and counts are those of
+    one op ("unrolled": the repetitions, "per_op": False when the loop's
+    ordering instructions are not that many copies of one op's, and then
+    "order" is the whole loop's)."""
+    unroll = targets.loop_unroll() if name.startswith("qrwb_loop_") else 1
+
+    def fold(order):
+        one = per_op(order, unroll)
+        return (order, False) if one is None else (one, True)
+
+    order, ok = fold(ordering_insns(arch, insns))
     rec = {"addr": addr, "size": size, "align64": addr % LOOP_ALIGN == 0,
            "crosses_page": addr // PAGE != (addr + size - 1) // PAGE,
            "order": order, "hash": code_hash(insns, name), "n_insns": len(insns),
            **classify(arch, order)}
+    if unroll > 1:
+        rec["unrolled"], rec["per_op"] = unroll, ok
     if paths is not None:
         rec["paths"] = {}
         for mode, p in paths.items():
-            po = ordering_insns(arch, p)
+            po, pok = fold(ordering_insns(arch, p))
             rec["paths"][mode] = {"order": po, "hash": code_hash(p, name), **classify(arch, po)}
+            if unroll > 1:
+                rec["paths"][mode]["per_op"] = pok
     return rec
 
 
@@ -550,6 +575,13 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
             entry["inject_adds"] = {m or "all": _full_barriers(arch, recs["c1mb"], m)
                                     - _full_barriers(arch, recs["c0"], m) for m in paths}
         doc["ops"].setdefault(op, {})[o] = entry
+        not_folded = sorted(c for c, r in recs.items() if r and not (
+            r.get("per_op", True) and all(p.get("per_op", True) for p in r.get("paths", {}).values())))
+        if not_folded:
+            doc["findings"].append({"kind": "unroll", "op": op, "ordering": o,
+                                    "text": f"the {'/'.join(not_folded)} loop of {op}_{o} is not "
+                                            f"{targets.loop_unroll()} copies of one op: its ordering "
+                                            "instructions are shown for the whole loop"})
         if not entry["copies_identical"]:
             doc["findings"].append({"kind": "aa-copies-differ", "op": op, "ordering": o,
                                     "text": f"copy 0 and copy 1 of {op}_{o} are not identical code"})

@@ -77,6 +77,19 @@ def op_orderings() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+MODULE_H = TOP / "bench" / "module" / "qrwbench.h"
+
+
+@functools.lru_cache(maxsize=None)
+def loop_unroll() -> int:
+    """Ops per iteration of a timed atomics loop: QRWB_UNROLL of the
+    module's bench/module/qrwbench.h (each loop writes its op that often)."""
+    m = re.search(r"^#define QRWB_UNROLL\s+(\d+)\s*$", MODULE_H.read_text(), re.M)
+    if not m:
+        raise ValueError(f"{MODULE_H}: no '#define QRWB_UNROLL <n>' line")
+    return int(m.group(1))
+
+
 LITMUS_DEF = TOP / "bench" / "module" / "qrwb_litmus.def"
 _LITMUS_ROW = re.compile(r"QRWB_LITMUS\((\w+), (allowed|forbidden), ([01]), ([01]),")
 

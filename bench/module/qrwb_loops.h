@@ -8,8 +8,9 @@
  * (the A/A control); c1mb is c1 plus one smp_mb() per op, used in place
  * of c1 when aa_inject_mb=1 (the injected cost the A/A test must see).
  *
- * Every loop has the same shape: no switch, no indirect call, no PRNG,
- * no clock read; the harness calls it once per batch of n ops.
+ * Every loop has the same shape: the op written QRWB_UNROLL times per
+ * iteration, no switch, no indirect call, no PRNG, no clock read; the
+ * harness calls it once per batch of n ops (a multiple of QRWB_UNROLL).
  */
 #ifndef QRWB_COPY
 #error "define QRWB_COPY (c0, c1 or c1mb) before including qrwb_loops.h"
@@ -26,28 +27,36 @@
 #define QRWB_INJECT()	do { } while (0)
 #endif
 
-/*
- * 256-byte alignment (a loop is at most ~140 bytes) keeps every loop inside
- * one 4 KiB page: under TCG a loop that crosses a page ran 2-4x slower than
- * its identical twin (QEMU chains translated blocks directly only within a
- * page), which the A/A control showed on arm64 cortex-a57.
- */
+/* one op: its statement, the injected barrier (c1mb) and the op index */
+#define QRWB_BODY(stmt)	do { stmt; QRWB_INJECT(); i++; } while (0)
+#define QRWB_BODY4(stmt)						\
+	do {								\
+		QRWB_BODY(stmt); QRWB_BODY(stmt);			\
+		QRWB_BODY(stmt); QRWB_BODY(stmt);			\
+	} while (0)
+
+/* QRWB_UNROLL (16) ops per iteration; n is a multiple of it */
 #define QRWB_OP(op, ord, stmt)						\
-static noinline __aligned(256) void					\
+static noinline __aligned(QRWB_LOOP_ALIGN) void				\
 QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(struct qrwb_slot *s,	\
 						 unsigned long n)	\
 {									\
 	int o32 = atomic_read(&s->v);					\
 	s64 o64 = atomic64_read(&s->v64);				\
-	unsigned long i;						\
+	unsigned long i = 0;						\
 	long acc = 0;							\
 									\
-	for (i = 0; i < n; i++) {					\
-		stmt;							\
-		QRWB_INJECT();						\
+	while (i < n) {							\
+		QRWB_BODY4(stmt);					\
+		QRWB_BODY4(stmt);					\
+		QRWB_BODY4(stmt);					\
+		QRWB_BODY4(stmt);					\
 	}								\
 	WRITE_ONCE(s->sink, acc + o32 + (long)o64);			\
 }
+#if QRWB_UNROLL != 16
+#error "the loop body above writes the op 16 times: keep it equal to QRWB_UNROLL"
+#endif
 #include "qrwb_ops.def"
 #undef QRWB_OP
 

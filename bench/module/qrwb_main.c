@@ -1104,6 +1104,8 @@ static unsigned long qrwb_batch_for(u64 cost_ps)
 {
 	u64 b = div64_u64(qrwb_clock_ps * QRWB_CLOCK_SHARE + cost_ps - 1, cost_ps);
 
+	/* a power of two >= QRWB_MIN_BATCH: a multiple of the atomics unroll */
+	BUILD_BUG_ON(QRWB_MIN_BATCH % QRWB_UNROLL);
 	b = clamp_t(u64, b, QRWB_MIN_BATCH, QRWB_MAX_BATCH);
 	return roundup_pow_of_two((unsigned long)b);
 }
@@ -1141,7 +1143,8 @@ static void qrwb_calibrate_atomics(void)
 		if (!qrwb_op_selected[i])
 			continue;
 		if (cfg.batch) {
-			qrwb_op_batch[i] = cfg.batch;
+			/* an atomics loop runs QRWB_UNROLL ops per iteration */
+			qrwb_op_batch[i] = roundup((unsigned long)cfg.batch, QRWB_UNROLL);
 			continue;
 		}
 		for (k = 0; k < QRWB_NOPS; k++)
@@ -1152,11 +1155,11 @@ static void qrwb_calibrate_atomics(void)
 		bmin = min(bmin, qrwb_op_batch[i]);
 		bmax = max(bmax, qrwb_op_batch[i]);
 	}
+	if (cfg.batch)
+		bmin = bmax = roundup((unsigned long)cfg.batch, QRWB_UNROLL);
 	pr_info("clock read %llu ps; empty op %llu ps; batch %lu..%lu%s\n",
-		qrwb_clock_ps, cost[QRWB_ID_empty_relaxed],
-		cfg.batch ? (unsigned long)cfg.batch : bmin,
-		cfg.batch ? (unsigned long)cfg.batch : bmax,
-		cfg.batch ? " (batch= given)" : "");
+		qrwb_clock_ps, cost[QRWB_ID_empty_relaxed], bmin, bmax,
+		cfg.batch ? " (batch= given, a multiple of the unroll)" : "");
 }
 
 /* ------------------------------------------------------------------ */

@@ -31,6 +31,22 @@ struct qrwb_slot {
 
 typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
 
+/*
+ * Ops per iteration of a timed atomics loop: the loop body is the op's
+ * statement written QRWB_UNROLL times, so that the loop's own cost (the
+ * increment, compare and branch; under TCG a translation-block exit per
+ * iteration) is paid once per QRWB_UNROLL ops. n must be a multiple of it.
+ */
+#define QRWB_UNROLL		16
+
+/*
+ * Alignment of every timed atomics loop: a power of two at least as large
+ * as the largest loop, so that no loop crosses a 4 KiB page (under TCG a
+ * loop that crosses a page ran 2-4x slower than its identical twin: QEMU
+ * chains translated blocks directly only within a page).
+ */
+#define QRWB_LOOP_ALIGN		2048
+
 enum qrwb_op_id {
 #define QRWB_OP(op, ord, stmt) QRWB_ID_##op##_##ord,
 #include "qrwb_ops.def"
