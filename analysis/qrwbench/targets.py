@@ -63,17 +63,45 @@ TEST_WORKLOADS = ("hang",)
 
 
 OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
-_OP_ROW = re.compile(r"^QRWB_OP\((\w+), (\w+), (.*)\)$")
+# the orderings of QRWB_RMW: "QRWB_OP(op, <ordering>, lhs op<suffix> args)"
+_RMW_ORDER = re.compile(r"^\s*QRWB_OP\(op, (\w+), lhs op(?:##(\w+))? args\)")
+_ROWS = {
+    "QRWB_RMW": re.compile(r"^QRWB_RMW\((\w+), ([^,]+), (\(.*\))\)$"),
+    "QRWB_VOID": re.compile(r"^QRWB_VOID\((\w+), (\(.*\))\)$"),
+    "QRWB_ONE": re.compile(r"^QRWB_ONE\((\w+), (\w+), (.*)\)$"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def op_rows() -> tuple[tuple[str, str, str], ...]:
+    """(op, ordering, statement) of every timed loop, in table order: the
+    module's op table bench/module/qrwb_ops.def (one row per op) expanded
+    as its QRWB_RMW / QRWB_VOID / QRWB_ONE macros expand it."""
+    text = OPS_DEF.read_text().splitlines()
+    rmw = [m.groups() for line in text if (m := _RMW_ORDER.match(line))]
+    if not rmw:
+        raise ValueError(f"{OPS_DEF}: no orderings in its '#define QRWB_RMW'")
+    out = []
+    for line in text:
+        if m := _ROWS["QRWB_RMW"].match(line):
+            op, lhs, args = m.groups()
+            out += [(op, o, f"{lhs} {op}{suf or ''}{args}") for o, suf in rmw]
+        elif m := _ROWS["QRWB_VOID"].match(line):
+            out.append((m.group(1), "relaxed", m.group(1) + m.group(2)))
+        elif m := _ROWS["QRWB_ONE"].match(line):
+            out.append(m.groups())
+        elif line.startswith(tuple(f"{k}(" for k in _ROWS)):
+            raise InputError(f"{OPS_DEF}: malformed row '{line}': valid are "
+                             "QRWB_RMW(op, lhs, (args)), QRWB_VOID(op, (args)), QRWB_ONE(op, ordering, stmt)")
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=None)
 def op_orderings() -> dict[str, tuple[str, ...]]:
-    """{op: its orderings}, in table order, from the module's op table
-    bench/module/qrwb_ops.def (the one list of ops)."""
+    """{op: its orderings}, in table order (op_rows: the one list of ops)."""
     out: dict[str, list[str]] = {}
-    for line in OPS_DEF.read_text().splitlines():
-        if m := _OP_ROW.match(line):
-            out.setdefault(m.group(1), []).append(m.group(2))
+    for op, o, _stmt in op_rows():
+        out.setdefault(op, []).append(o)
     return {k: tuple(v) for k, v in out.items()}
 
 

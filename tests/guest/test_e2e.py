@@ -5,11 +5,10 @@ import json
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import bench, matrix, qemu, records
+from qrwbench import bench, matrix, qemu, records, targets
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
-OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
 
 
 def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
@@ -24,9 +23,7 @@ def boot(tmp_path, c, timeout=120, seed=7):
 
 
 def orderings_of(op):
-    import re
-    rows = re.findall(r"^QRWB_OP\((\w+), (\w+), .*\)$", OPS_DEF.read_text(), re.M)
-    return {o for n, o in rows if n == op}
+    return set(targets.op_orderings()[op])
 
 
 @pytest.mark.parametrize("arch,cpu", [("x86_64", "max"), ("arm64", "max"), ("arm64", "cortex-a57")])
