@@ -325,12 +325,22 @@ def arm64_paths(dis: Disasm, fn: str, alts, cap: int) -> dict[str, list[str]]:
 
 def per_op(order: list[str], unroll: int) -> list[str] | None:
     """The ordering instructions of one op of a loop that writes its op
-    ``unroll`` times: ``order`` is that many repetitions of them. None when
-    it is not (the loop does not run ``unroll`` copies of one op)."""
-    if len(order) % unroll:
-        return None
-    k = len(order) // unroll
-    return order[:k] if order == order[:k] * unroll else None
+    ``unroll`` times, in address order; None when the loop is not that.
+
+    ``order`` must be a run of segments, each ``unroll`` repetitions of one
+    pattern: one segment for a loop of inline code (x86_64, an arm64 LSE
+    path), two on arm64 when the op's LL/SC code lies out of line after the
+    loop (16 inline parts, then 16 out-of-line parts). Every instruction
+    then occurs ``unroll`` times as often as in one op."""
+    if not order:
+        return []
+    for k in range(1, len(order) // unroll + 1):
+        head = order[:k]
+        if order[:k * unroll] == head * unroll:
+            rest = per_op(order[k * unroll:], unroll)
+            if rest is not None:
+                return head + rest
+    return None
 
 
 def _fn_record(arch: str, name: str, insns: list[str], addr: int, size: int,

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import BUILD, TOP, kernel_dir
-from qrwbench import audit, codeid, stats
+from qrwbench import audit, codeid, stats, targets
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
 
@@ -201,3 +201,28 @@ def test_allfull_promise_is_only_for_rmw_atomics():
     assert audit.promised_ordering("atomic_add_return", "relaxed", False) == "relaxed"
     assert audit.promised_ordering("smp_store_release", "release", True) == "release"
     assert audit.promised_ordering("atomic_or", "relaxed", True) == "relaxed"   # void op
+
+
+def test_per_op_folds_an_unrolled_loop_to_one_op():
+    """A timed loop writes its op targets.loop_unroll() times; the audit
+    reports one op's ordering instructions (inline code: one segment; arm64
+    with its LL/SC code out of line: the inline parts, then the out-of-line
+    parts), and None when the loop is not that many copies of one op."""
+    u = 4
+    assert audit.per_op(["lock xadd"] * u, u) == ["lock xadd"]
+    assert audit.per_op(["ldaddal", "dmb ish"] * u, u) == ["ldaddal", "dmb ish"]
+    assert audit.per_op(["dmb ish"] * u + ["ldxr", "stlxr", "dmb ish"] * u, u) == \
+        ["dmb ish", "ldxr", "stlxr", "dmb ish"]
+    assert audit.per_op([], u) == []
+    assert audit.per_op(["lock xadd"] * (u - 1), u) is None            # one op short
+    assert audit.per_op(["ldxr", "stxr"] * u + ["dmb ish"], u) is None   # one barrier extra
+    assert audit.per_op(["ldxr", "stxr", "ldxr", "stlxr"] * (u // 2), u) is None
+
+
+def test_every_real_loop_folds_to_one_op(x86, arm64):
+    """No built loop is reported as not being loop_unroll() copies of one op
+    (the finding the audit gives when it cannot fold one)."""
+    for m in (x86, arm64):
+        assert [f["text"] for f in m["findings"] if f["kind"] == "unroll"] == []
+        loops = [r for n, r in m["functions"].items() if n.startswith("qrwb_loop_")]
+        assert loops and all(r["unrolled"] == targets.loop_unroll() and r["per_op"] for r in loops)
