@@ -43,15 +43,14 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from . import effects, targets
+from .defaults import ALPHA, CORRECTIONS
 from .errors import QrwbenchError
 
 DEFAULT_BASELINES = {"rwlock": "acqrel", "atomics": "full"}
-ALPHA = 0.05
 CONFIDENCE = 0.95
 POWER = 0.80
 N_RESAMPLES = 2000
 MIN_SAMPLES = 3
-CORRECTIONS = {"holm": "holm", "bh": "fdr_bh"}
 
 FASTER, SLOWER, NO_DIFF = "faster", "slower", "no significant difference"
 
