@@ -86,18 +86,18 @@ BENCH_ARGS = $(if $(QUICK),--quick) $(if $(MATRIX),--matrix "$$MATRIX") \
 # The matrix, the accelerator and the results DB are checked first; then only
 # the kernels (and guests) the matrix boots are built.
 bench:
-	@kernels=$$($(PYRUN) -m qrwbench.bench --plan $(BENCH_ARGS)) || exit 2; \
+	@kernels=$$($(PYRUN) -m qrwbench bench --plan $(BENCH_ARGS)) || exit 2; \
 	$(MAKE) --no-print-directory tree && \
 	kernel/scripts/build-kernels.sh $$kernels && \
 	kernel/scripts/build-kernels.sh --guests $$kernels && \
-	$(PYRUN) -m qrwbench.bench $(BENCH_ARGS)
+	$(PYRUN) -m qrwbench bench $(BENCH_ARGS)
 
 report: deps
 	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report
 
 audit: guests
-	@$(PYRUN) -m qrwbench.audit --out build/audit
-	@$(PYRUN) -m qrwbench.emuaudit --out build/emulator
+	@$(PYRUN) -m qrwbench audit --out build/audit
+	@$(PYRUN) -m qrwbench emuaudit --out build/emulator
 
 regress: deps
 	@$(PYRUN) -m qrwbench regress --db "$$RESULTS_DB" $(if $(BASE),--base "$$BASE") $(if $(THRESHOLD),--threshold "$$THRESHOLD")
@@ -119,23 +119,23 @@ distclean: clean
 
 # Exclusion torture: make torture [MINUTES=3]
 # The noise figures of docs/validity.md: the validity matrix into its own DB
-# (the default results store is not touched), then qrwbench.noise on this
+# (the default results store is not touched), then qrwbench noise on this
 # rig commit's runs.
 NOISE_DB ?= build/noise/noise.sqlite
 noise: guests
-	@$(PYRUN) -m qrwbench.bench --matrix bench/matrix/validity.toml --db $(NOISE_DB) --runs build/noise/runs
-	@$(PYRUN) -m qrwbench.noise $(NOISE_DB) --commit $$(git rev-parse HEAD)
+	@$(PYRUN) -m qrwbench bench --matrix bench/matrix/validity.toml --db $(NOISE_DB) --runs build/noise/runs
+	@$(PYRUN) -m qrwbench noise $(NOISE_DB) --commit $$(git rev-parse HEAD)
 
 torture: guests
-	@$(PYRUN) -m qrwbench.torture $(if $(MINUTES),--minutes $(MINUTES))
+	@$(PYRUN) -m qrwbench torture $(if $(MINUTES),--minutes $(MINUTES))
 
 # A perf record profile of QEMU for one cell: make perf CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
 # (CELL is checked first; then that cell's kernel, module and initramfs are
 # built; output in build/perf/<cell>/).
 perf:
-	@k=$$($(PYRUN) -m qrwbench.profile --cell "$$CELL" --check) || exit 2; \
+	@k=$$($(PYRUN) -m qrwbench perf --cell "$$CELL" --check) || exit 2; \
 	$(MAKE) --no-print-directory tree && kernel/scripts/build-kernels.sh $$k && \
-	kernel/scripts/build-kernels.sh --guests $$k && $(PYRUN) -m qrwbench.profile --cell "$$CELL"
+	kernel/scripts/build-kernels.sh --guests $$k && $(PYRUN) -m qrwbench perf --cell "$$CELL"
 
 # The module is only ever loaded inside QEMU guests, never into the host.
 insmod modprobe load:
@@ -158,10 +158,10 @@ BISECT_ARGS = --good "$$GOOD" --bad "$$BAD" --cell "$$CELL" --db "$$RESULTS_DB" 
 # CELL, BOOTS, THRESHOLD and KERNEL_SRC are checked before the tree is prepared.
 bench-series:
 	@$(if $(CELL),,echo "bench-series: error: give CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
-	$(PYRUN) -m qrwbench.series --check $(SERIES_ARGS) || exit 2; \
-	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench.series $(SERIES_ARGS)
+	$(PYRUN) -m qrwbench series --check $(SERIES_ARGS) || exit 2; \
+	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench series $(SERIES_ARGS)
 
 bisect:
 	@$(if $(and $(GOOD),$(BAD),$(CELL)),,echo "bisect: error: give GOOD=<commit> BAD=<commit> CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS" >&2; exit 2;) \
-	$(PYRUN) -m qrwbench.bisect run --check $(BISECT_ARGS) || exit 2; \
-	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench.bisect run $(BISECT_ARGS)
+	$(PYRUN) -m qrwbench bisect run --check $(BISECT_ARGS) || exit 2; \
+	$(MAKE) --no-print-directory $(if $(KERNEL_SRC),deps,tree) && $(PYRUN) -m qrwbench bisect run $(BISECT_ARGS)

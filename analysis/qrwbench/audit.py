@@ -39,7 +39,7 @@ audit.json is the schema 1 file ``codeid.py`` reads (``identical`` groups per
 arch/impl/op and ``notes``), plus the full detail under ``kernels`` and
 ``modules``; audit.txt is the same as a table.
 
-    /usr/bin/python3 -m qrwbench.audit [--out build/audit] [KERNEL_DIR ...]
+    /usr/bin/python3 -m qrwbench audit [--out build/audit] [KERNEL_DIR ...]
 """
 from __future__ import annotations
 
@@ -53,7 +53,6 @@ from collections import Counter
 from pathlib import Path
 
 from . import elfmini, outputs, targets
-from .errors import ArgParser, QrwbenchError
 from .targets import TOP
 
 # Kernel functions that hold qrwlock code. On arm64 without preemption the
@@ -800,17 +799,17 @@ def format_table(audits: list[dict], mods: list[dict] | None = None,
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.audit", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench audit`` (the parser is cli's)."""
     ap.add_argument("--out", default=str(TOP / "build" / "audit"))
     ap.add_argument("--no-modules", action="store_true", help="kernels only")
     ap.add_argument("kernels", nargs="*", help="kernel build directories (default: every built one)")
-    args = ap.parse_args(argv)
-    try:
-        out = outputs.check(args.out, "audit")      # before any work
-    except QrwbenchError as e:
-        print(f"audit: error: {e}", file=sys.stderr)
-        return 2
+
+
+def run(args) -> int:
+    """``python3 -m qrwbench audit``: an output directory that is not the
+    audit's raises QrwbenchError (cli.main prints it; nothing is written)."""
+    out = outputs.check(args.out, "audit")      # before any work
     dirs = [Path(k) for k in args.kernels] or kernel_dirs()
     if not dirs:
         print("audit: no built kernels under build/kernels (run 'make kernels')", file=sys.stderr)
@@ -835,13 +834,9 @@ def main(argv=None) -> int:
     doc = {"schema": 1, "identical": identical, "notes": notes,
            "kernel_pairs": kpairs, "kernels": audits, "modules": mods}
     text = format_table(audits, mods, identical)
-    try:
-        with outputs.replacing(out, "audit") as tmp:
-            (tmp / "audit.json").write_text(json.dumps(doc, indent=1))
-            (tmp / "audit.txt").write_text(text + "\n")
-    except QrwbenchError as e:
-        print(f"audit: error: {e}", file=sys.stderr)
-        return 2
+    with outputs.replacing(out, "audit") as tmp:
+        (tmp / "audit.json").write_text(json.dumps(doc, indent=1))
+        (tmp / "audit.txt").write_text(text + "\n")
     print(text)
     kinds = Counter(f["kind"] for m in mods for f in m["findings"])
     print(f"audit: {len(identical)} identical-code groups, {len(notes)} notes; module findings: "
@@ -850,6 +845,3 @@ def main(argv=None) -> int:
     print(f"audit: wrote {out / 'audit.json'} and {out / 'audit.txt'}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

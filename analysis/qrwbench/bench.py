@@ -1,6 +1,6 @@
 """`make bench`: run a matrix of guest boots and store what they measured.
 
-    /usr/bin/python3 -m qrwbench.bench [--matrix F | --quick] [--db PATH] [--fresh]
+    /usr/bin/python3 -m qrwbench bench [--matrix F | --quick] [--db PATH] [--fresh]
 
 Each boot: QEMU boots a kernel build with its initramfs; the guest loads the
 benchmark module with the cell's parameters and prints records; the console,
@@ -21,7 +21,6 @@ import random
 import shlex
 import shutil
 import signal
-import sqlite3
 import sys
 import time
 from collections import Counter
@@ -29,7 +28,6 @@ from pathlib import Path
 
 from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
 from . import pin as pinmod
-from .errors import ArgParser, db_error
 from .targets import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
@@ -243,11 +241,17 @@ def kvm_verdict(m: matrix.Matrix) -> dict:
     return {a: kvm_probe_one(a) for a in archs}
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.bench", description="run the benchmark matrix")
+def default_db() -> str:
+    """The results DB without --db: $RESULTS_DB, else results/qrwbench.sqlite of the rig."""
+    return os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite"))
+
+
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench bench`` (the parser is cli's)."""
     ap.add_argument("--matrix", default=None, help="matrix TOML (default bench/matrix/default.toml)")
     ap.add_argument("--quick", action="store_true", help="bench/matrix/quick.toml")
-    ap.add_argument("--db", default=os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite")))
+    ap.add_argument("--db", dest="db_sub", metavar="DB", default=None,
+                    help="results DB (default $RESULTS_DB or results/qrwbench.sqlite)")
     ap.add_argument("--runs", default=str(RUNS), help="run directories (default build/runs)")
     ap.add_argument("--fresh", action="store_true", help="measure again cells that already have runs")
     ap.add_argument("--accel", default=None,
@@ -258,34 +262,32 @@ def main(argv=None) -> int:
     ap.add_argument("--plan", action="store_true",
                     help="only check the input (matrix, accel, DB, runs dir) and print the "
                          "kernels the matrix needs (ARCH-VARIANT ...); nothing is booted")
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
+    """``python3 -m qrwbench bench``: bad input raises InputError (cli.main
+    prints it), an SQLite error names ``args.db``."""
+    args.db = args.db or default_db()
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
+    m = matrix.load(path)
+    hosts = None
+    if args.hosts is not None:
+        from . import remote
+        hosts = remote.parse_hosts(args.hosts)
+    if args.accel:
+        m = matrix.with_accel(m, args.accel)
+    db, runs = Path(args.db), Path(args.runs)
+    preflight(db, runs)
+    store.connect(db).close()       # a damaged or foreign DB is refused now, not after the boots
+    if args.plan:
+        print(" ".join(kernels_needed(m)))
+        return 0
+    lock = take_lock(runs)
     try:
-        m = matrix.load(path)
-        hosts = None
-        if args.hosts is not None:
-            from . import remote
-            hosts = remote.parse_hosts(args.hosts)
-        if args.accel:
-            m = matrix.with_accel(m, args.accel)
-        db, runs = Path(args.db), Path(args.runs)
-        preflight(db, runs)
-        store.connect(db).close()       # a damaged or foreign DB is refused now, not after the boots
-        if args.plan:
-            print(" ".join(kernels_needed(m)))
-            return 0
-        lock = take_lock(runs)
-        try:
-            return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs,
-                              hosts=hosts)
-        finally:
-            lock.close()
-    except InputError as e:
-        print(f"bench: error: {e}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as e:
-        print(f"bench: error: {db_error(args.db, e)}", file=sys.stderr)
-        return 2
+        return run_matrix(m, db, args.fresh, summary=not args.no_summary, runs=runs,
+                          hosts=hosts)
+    finally:
+        lock.close()
 
 
 def kernels_needed(m: matrix.Matrix) -> list[str]:
@@ -478,6 +480,3 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             print(f"bench: no comparison: {e}")
     return 1 if failures else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,9 +2,9 @@
 find the kernel commit that made a cell slower, with `git bisect run` and the
 rig's comparison as the oracle.
 
-    python3 -m qrwbench.bisect run  --good G --bad B --cell CELL [--kernel-src DIR]
+    python3 -m qrwbench bisect run  --good G --bad B --cell CELL [--kernel-src DIR]
                                     [--boots 3] [--threshold 5] [--alpha 0.05] [--db DB]
-    python3 -m qrwbench.bisect step --state FILE    (the oracle; bench/bisect-step.sh)
+    python3 -m qrwbench bisect step STATE_FILE    (the oracle; bench/bisect-step.sh)
 
 The commits are fetched into a private checkout build/bisect/<arch>-<variant>/linux
 (the user's tree is only read) and every step builds in the same O= directory
@@ -32,14 +32,13 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
   broken rig (no DB, ...): 128 (abort).
 
 Bad input (unknown commit, dirty tree, CELL matching nothing, GOOD not an
-ancestor of BAD) is one line ``bisect: error: ...`` and exit status 2.
+ancestor of BAD) is one line ``qrwbench: error: ...`` and exit status 2.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 import time
@@ -47,7 +46,7 @@ from pathlib import Path
 
 
 from . import ktree, store
-from .errors import ArgParser, QrwbenchError, db_error
+from .errors import QrwbenchError
 from .targets import TOP
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -280,7 +279,7 @@ def prepare(good: str, bad: str, cell_text: str, kernel_src=None, *, db=None, bo
             "workdir": {k: str(getattr(wd, k)) for k in ("root", "linux", "obj", "module", "guest", "initrd")}}
 
 
-def run(state: dict) -> dict:
+def run_bisect(state: dict) -> dict:
     """Measure GOOD and BAD, then `git bisect run`; returns {'first_bad', 'subject', 'log', ...}."""
     t0 = time.monotonic()
     cell = ktree.parse_cell(state["cell"])
@@ -405,25 +404,29 @@ def report(state: dict, result: dict) -> str:
     return "bisect: git bisect run did not name a first bad commit (see the output above)"
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.bisect")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
+def add_arguments(ap) -> None:
+    """``python3 -m qrwbench bisect run|step`` (the parser is cli's)."""
+    sub = ap.add_subparsers(dest="bisect_cmd", metavar="{run,step}", required=True)
+    r = sub.add_parser("run", help="bisect GOOD..BAD (make bisect)")
     r.add_argument("--good", required=True)
     r.add_argument("--bad", required=True)
     r.add_argument("--cell", required=True, help=ktree.CELL_SYNTAX)
     r.add_argument("--kernel-src", default=None)
-    r.add_argument("--db", default=None)
+    r.add_argument("--db", dest="db_sub", metavar="DB", default=None)
     r.add_argument("--boots", type=int, default=5)
     r.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
     r.add_argument("--alpha", type=float, default=0.05)
     r.add_argument("--workdir", default=None, help="default build/bisect")
     r.add_argument("--check", action="store_true",
                    help="only check CELL, BOOTS, THRESHOLD and KERNEL_SRC (before any build)")
-    s = sub.add_parser("step")
+    s = sub.add_parser("step", help="one step's verdict (the oracle of git bisect run)")
     s.add_argument("state")
-    a = ap.parse_args(argv)
-    if a.cmd == "step":
+
+
+def run(a) -> int:
+    """``bisect step``: the oracle's exit status (any failure aborts: 128).
+    ``bisect run``: bad input raises QrwbenchError (cli.main prints it)."""
+    if a.bisect_cmd == "step":
         try:
             state = json.loads(Path(a.state).read_text())
             sha = ktree.git(state["workdir"]["linux"], "rev-parse", "HEAD").strip()
@@ -431,32 +434,21 @@ def main(argv=None) -> int:
         except Exception as e:      # a broken rig must abort the bisect, not mark commits
             print(f"bisect: step aborted: {e}", file=sys.stderr)
             return ABORT
-    try:
-        ktree.check_numbers(a.boots, a.threshold)
-        if not 0 < a.alpha < 1:
-            raise QrwbenchError(f"--alpha {a.alpha}: must be in (0, 1)")
-        if a.check:
-            ktree.parse_cell(a.cell)
-            for what, ref in (("GOOD", a.good), ("BAD", a.bad)):
-                if not ref.strip():
-                    raise QrwbenchError(f"{what} is empty: give a commit")
-            if a.kernel_src:
-                ktree.check_tree(Path(a.kernel_src))
-            return 0
-        state = prepare(a.good, a.bad, a.cell, a.kernel_src, db=a.db, boots=a.boots,
-                        threshold=a.threshold / 100, alpha=a.alpha, root=a.workdir)
-        log(f"GOOD {state['good'][:12]} BAD {state['bad'][:12]} in {state['src']}; "
-            f"cell {state['cell']}; {state['boots']} boots per step; DB {state['db']}")
-        result = run(state)
-    except QrwbenchError as e:
-        print(f"bisect: error: {e}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as e:
-        print(f"bisect: error: {db_error(a.db or store.default_db_path(), e)}", file=sys.stderr)
-        return 2
+    ktree.check_numbers(a.boots, a.threshold)
+    if not 0 < a.alpha < 1:
+        raise QrwbenchError(f"--alpha {a.alpha}: must be in (0, 1)")
+    if a.check:
+        ktree.parse_cell(a.cell)
+        for what, ref in (("GOOD", a.good), ("BAD", a.bad)):
+            if not ref.strip():
+                raise QrwbenchError(f"{what} is empty: give a commit")
+        if a.kernel_src:
+            ktree.check_tree(Path(a.kernel_src))
+        return 0
+    state = prepare(a.good, a.bad, a.cell, a.kernel_src, db=a.db, boots=a.boots,
+                    threshold=a.threshold / 100, alpha=a.alpha, root=a.workdir)
+    log(f"GOOD {state['good'][:12]} BAD {state['bad'][:12]} in {state['src']}; "
+        f"cell {state['cell']}; {state['boots']} boots per step; DB {state['db']}")
+    result = run_bisect(state)
     print(report(state, result))
     return 0 if result.get("first_bad") else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,17 @@
-"""Command line: ``python3 -m qrwbench <import|report|compare|regress> ...``.
+"""The rig's one command line: ``python3 -m qrwbench <subcommand> ...``.
 
-All argument parsing lives here; ``python3 -m qrwbench.report`` and
-``python3 -m qrwbench.regress`` call :func:`main` with their subcommand.
-Exit status: 0 ok, 1 a regression was found (regress), 2 bad input (one-line
-``qrwbench: error: ...`` on stderr, nothing written).
+    import report compare regress      results analysis (here)
+    bench audit emuaudit noise torture perf series bisect
+                                       their module's add_arguments and run
+
+All argument parsing lives here: every subcommand is a subparser of
+:func:`build_parser`; a module with a subcommand of its own exposes
+``add_arguments(parser)`` (its options, on the subparser given) and
+``run(args) -> int`` (its work). Exit status: 0 ok, 1 what the subcommand
+counts as a failure (a regression, a failed boot, a violation, ...), 2 bad
+input (one line ``qrwbench: error: ...`` on stderr, nothing written: bad
+arguments, a :class:`QrwbenchError` from any subcommand, a damaged results
+DB), 130 interrupted (``qrwbench: interrupted``).
 """
 
 from __future__ import annotations
@@ -14,7 +22,8 @@ import math
 import sqlite3
 import sys
 
-from . import stats, store
+from . import audit, bench, bisect, emuaudit, noise, profile, series, store, torture
+from .defaults import ALPHA, CORRECTIONS
 from .errors import ArgParser, QrwbenchError, db_error
 
 
@@ -37,6 +46,22 @@ _effect_pct = _number(0, 100, "{text} must be a percentage in [0, 100)", lo_clos
 _alpha = _number(0, 1, "alpha {text} must be in (0, 1)")
 _Parser = functools.partial(ArgParser, command="qrwbench")   # one line, status 2
 
+# name -> (module with add_arguments and run, help); these modules import
+# neither numpy nor scipy at import time (bench --plan and the --check steps
+# run before `make deps`)
+MODULE_COMMANDS = {
+    "bench": (bench, "run the benchmark matrix (make bench)"),
+    "audit": (audit, "what each variant compiles to (make audit)"),
+    "emuaudit": (emuaudit, "what TCG can tell apart (make audit)"),
+    "noise": (noise, "noise figures of a results DB (make noise)"),
+    "torture": (torture, "rwlock exclusion torture (make torture)"),
+    "perf": (profile, "perf record profile of QEMU for one cell (make perf)"),
+    "series": (series, "benchmark and compare each commit of a kernel series "
+                       "(make bench-series)"),
+    "bisect": (bisect, "find the kernel commit that made a cell slower (make bisect)"),
+}
+ALIASES = {"series": ["bench-series"]}
+
 
 def _stats_options(p):
     p.add_argument("--commit", default="latest",
@@ -45,8 +70,8 @@ def _stats_options(p):
     p.add_argument("--baseline", action="append", metavar="WORKLOAD=VARIANT",
                    help="baseline variant per workload (default rwlock=acqrel, "
                         "atomics=full); repeatable")
-    p.add_argument("--alpha", type=_alpha, default=stats.ALPHA)
-    p.add_argument("--correction", choices=sorted(stats.CORRECTIONS), default="holm",
+    p.add_argument("--alpha", type=_alpha, default=ALPHA)
+    p.add_argument("--correction", choices=sorted(CORRECTIONS), default="holm",
                    help="multiple-comparison control: holm (FWER, default) or bh (FDR)")
     p.add_argument("--min-effect", type=_effect_pct, default=0.0, metavar="PCT",
                    help="smallest change (percent) called faster/slower (default 0)")
@@ -56,7 +81,8 @@ def _stats_options(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python3 -m qrwbench", description="qrwbench results analysis")
+    p = _Parser(prog="python3 -m qrwbench", description="qrwbench: the rig's command line "
+                                                        "(make help lists the make targets)")
     p.add_argument("--db", help="results DB (default $RESULTS_DB or results/qrwbench.sqlite)")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
 
@@ -85,8 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "for the same cells)")
     reg.add_argument("--threshold", type=_fraction_pct, default=0.05, metavar="PCT",
                      help="slowdown that counts as a regression, percent (default 5)")
-    reg.add_argument("--alpha", type=_alpha, default=stats.ALPHA)
-    reg.add_argument("--correction", choices=sorted(stats.CORRECTIONS), default="holm")
+    reg.add_argument("--alpha", type=_alpha, default=ALPHA)
+    reg.add_argument("--correction", choices=sorted(CORRECTIONS), default="holm")
     reg.add_argument("--key", choices=("rig", "kernel"), default="rig",
                      help="compare rig commits (default) or kernel tree commits")
     reg.add_argument("--repo", default=None,
@@ -94,13 +120,19 @@ def build_parser() -> argparse.ArgumentParser:
                           "runs' kernel_src for kernel)")
     reg.add_argument("--history", action="store_true",
                      help="instead: list change points in every metric's history")
+
+    for name, (mod, help_) in MODULE_COMMANDS.items():
+        sp = sub.add_parser(name, aliases=ALIASES.get(name, []), help=help_, description=help_)
+        mod.add_arguments(sp)
+        sp.set_defaults(handler=mod.run)
     return p
 
 
 def _run(args) -> int:
-    db = getattr(args, "db_sub", None) or args.db
+    if hasattr(args, "handler"):             # a module's subcommand
+        return args.handler(args)
+    db = args.db
     if args.cmd == "import":
-        from . import store
         plan, notes = store.plan_imports(args.paths)   # validates before opening the DB
         conn = store.connect(db)
         try:
@@ -112,7 +144,7 @@ def _run(args) -> int:
             print(n)
         return 0
     if args.cmd in ("report", "compare"):
-        from . import report
+        from . import report, stats     # numpy, scipy: only here and in regress
         common = dict(commit=args.commit, baselines=stats.parse_baselines(args.baseline),
                       alpha=args.alpha, correction=args.correction,
                       min_effect=args.min_effect / 100.0, repo=args.repo,
@@ -142,13 +174,15 @@ def _run(args) -> int:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # a subcommand's --db (or DB) wins over the one before the subcommand
+    args.db = getattr(args, "db_sub", None) or args.db
     try:
         return _run(args)
     except QrwbenchError as exc:
         print(f"qrwbench: error: {exc}", file=sys.stderr)
         return 2
     except sqlite3.Error as exc:
-        print(f"qrwbench: error: {db_error(getattr(args, 'db_sub', None) or args.db or store.default_db_path(), exc)}",
+        print(f"qrwbench: error: {db_error(args.db or store.default_db_path(), exc)}",
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ that arch; ``impl``, ``op`` and ``workload`` narrow it when present. ``notes``
 are findings the report shows as they are (for example a variant that does not
 compile to what its name promises).
 
-The file ``python3 -m qrwbench.audit`` writes today (no ``schema`` key) is read
+The file ``python3 -m qrwbench audit`` writes today (no ``schema`` key) is read
 too: ``{"kernels": [...], "identical": [{"arch", "a", "b", "functions"}]}``
 lists pairs of kernel builds whose qrwlock functions hash the same; each pair
 becomes ``{"arch", "impl": "kernel", "workload": "rwlock", "variants": [a, b]}``

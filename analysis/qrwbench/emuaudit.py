@@ -20,7 +20,7 @@ symbols give the rest), and compares the two sides of every comparison:
 The TCG ops (``op_opt``) are QEMU's IR before host code generation: equal
 ops give equal host code. Under KVM the guest-code label is the only one.
 
-    python3 -m qrwbench.emuaudit [--out build/emulator] [--vcpus 1,2]
+    python3 -m qrwbench emuaudit [--out build/emulator] [--vcpus 1,2]
 
 writes the output directory ``build/emulator`` (``emulator.json``, read by
 codeid.find_audit so that the report marks emulator-blind pairs;
@@ -31,13 +31,11 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import bench, outputs, qemu, targets
 from .elfmini import Elf
-from .errors import ArgParser, QrwbenchError
 from .targets import TOP, InputError
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
@@ -237,8 +235,8 @@ def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
     return console, log.read_text(errors="replace") if log.exists() else ""
 
 
-def run(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS), extra=None,
-        log=print) -> list[dict]:
+def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS), extra=None,
+                  log=print) -> list[dict]:
     """Label every comparison on every TCG target (``cpus``: only these (arch,
     cpu) pairs); rows with arch, cpu_model, vcpus."""
     rows = []
@@ -281,34 +279,30 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.emuaudit", description="what TCG can tell apart")
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench emuaudit`` (the parser is cli's)."""
     ap.add_argument("--out", default=str(TOP / "build" / "emulator"))
     ap.add_argument("--vcpus", default="1,2", help="comma-separated vCPU counts (default 1,2)")
-    a = ap.parse_args(argv)
+
+
+def run(a) -> int:
+    """``python3 -m qrwbench emuaudit``: bad input raises InputError (cli.main
+    prints it; nothing is written)."""
     try:
-        try:
-            vcpus = tuple(int(x) for x in a.vcpus.split(","))
-        except ValueError:
-            vcpus = ()
-        if not vcpus or not all(1 <= v <= 8 for v in vcpus):
-            raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
-        for arch in targets.ARCHES:
-            bench.kernel_paths(arch, "acqrel")         # before any boot
-        out = outputs.check(a.out, "emulator", "qrwbench emulator audit directory")
-        ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
-        with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
-            rows = run(tmp, vcpus)
-            text = table(rows)
-            (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver), indent=1) + "\n")
-            (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
-    except (InputError, QrwbenchError) as e:
-        print(f"emuaudit: error: {e}", file=sys.stderr)
-        return 2
+        vcpus = tuple(int(x) for x in a.vcpus.split(","))
+    except ValueError:
+        vcpus = ()
+    if not vcpus or not all(1 <= v <= 8 for v in vcpus):
+        raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
+    for arch in targets.ARCHES:
+        bench.kernel_paths(arch, "acqrel")         # before any boot
+    out = outputs.check(a.out, "emulator", "qrwbench emulator audit directory")
+    ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
+    with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
+        rows = label_targets(tmp, vcpus)
+        text = table(rows)
+        (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver), indent=1) + "\n")
+        (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
     print(text)
     print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

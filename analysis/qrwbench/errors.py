@@ -6,6 +6,7 @@ exits with status 2; nothing has been written when it is raised.
 """
 
 import argparse
+import functools
 
 
 class QrwbenchError(Exception):
@@ -35,6 +36,11 @@ class ArgParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.command}: error: {one_line(message)}\n")
+
+    def add_subparsers(self, **kw):
+        # subcommands (and theirs: bisect run|step) report errors as this command
+        kw.setdefault("parser_class", functools.partial(type(self), command=self.command))
+        return super().add_subparsers(**kw)
 
 
 def db_error(path, exc) -> str:

@@ -1,6 +1,6 @@
 """Noise figures of a results DB: within-boot CV, A/A rates, MDE, warm-up drift.
 
-``python3 -m qrwbench.noise DB [--commit SHA]`` prints the figures that
+``python3 -m qrwbench noise DB [--commit SHA]`` prints the figures that
 docs/validity.md tabulates, per (arch, CPU model, vCPUs, workload[, impl]):
 
 * within-boot CV (median over cells of the median over boots of the CV of one
@@ -21,16 +21,17 @@ own DB and prints this.
 from __future__ import annotations
 
 import math
-import sqlite3
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
-from scipy.stats import binomtest
+from . import store
+from .defaults import ALPHA
+from .errors import QrwbenchError
 
-from . import report, stats, store
-from .errors import ArgParser, QrwbenchError, db_error
+# numpy, scipy and the modules that need them (report, stats) are imported
+# where they are used: the command line imports this module to build its
+# parser, and `bench --plan` runs before `make deps` installed them.
 
 
 def group(cell) -> tuple:
@@ -45,6 +46,9 @@ def _measured(cell) -> bool:
 
 def cv_table(samples) -> dict:
     """group -> within-boot CV, between-boot CV and MDEs (medians over cells)."""
+    import numpy as np
+
+    from . import stats
     acc = defaultdict(lambda: defaultdict(list))
     for w in stats.within_boot_cv(samples):
         c = w["cell"]
@@ -76,6 +80,7 @@ def _tally(results) -> dict:
 def aa_table(samples, *, n_resamples=500) -> dict:
     """kind -> {(arch, cpu, workload): [significant, judged]} for the kinds
     'copy' (boots pooled), 'boot' (consecutive boots) and 'copy, one boot'."""
+    from . import stats
     aa = stats.aa_control(samples, boots=False)
     out = {"copy": _tally(r for r in aa.results if r.kind == "copy"),
            "boot": _tally(raw_boot_aa(samples, n_resamples=n_resamples))}
@@ -89,11 +94,12 @@ def aa_table(samples, *, n_resamples=500) -> dict:
     return out
 
 
-def raw_boot_aa(samples, *, alpha=stats.ALPHA, n_resamples=500) -> list:
+def raw_boot_aa(samples, *, alpha=ALPHA, n_resamples=500) -> list:
     """Consecutive boots of one cell and variant (copy 0) compared on their raw
     windows (Mann-Whitney, ``stats.compare_samples``): the boot-to-boot spread
     of absolute throughput, which is why kernel builds are compared through an
     in-boot reference (stats.boot_values) and never on raw throughput."""
+    from . import stats
     runs = defaultdict(lambda: defaultdict(list))
     order = {}
     for s in samples:
@@ -117,6 +123,7 @@ def window_drift(samples, *, width=10) -> dict:
     where an entry is one (run, impl, op, variant, copy, placement, params)
     and bucket k holds the windows at run-order positions [k*width, (k+1)*width);
     the last bucket (9) holds everything from 9*width on."""
+    import numpy as np
     if width < 1:
         raise QrwbenchError(f"window width {width}: must be at least 1")
     entries = defaultdict(list)
@@ -139,6 +146,7 @@ def _pct(x: float) -> str:
 
 
 def format_text(samples, *, n_resamples=500, width=10) -> str:
+    from scipy.stats import binomtest
     lines = ["## within-boot CV (between-boot CV), MDE at 80 % power: one boot / boots pooled"]
     for g, r in sorted(cv_table(samples).items()):
         lines.append(f"{'/'.join(map(str, g))}: within {_pct(r['within'])} "
@@ -148,7 +156,7 @@ def format_text(samples, *, n_resamples=500, width=10) -> str:
     for kind, per in aa_table(samples, n_resamples=n_resamples).items():
         k = sum(v[0] for v in per.values())
         n = sum(v[1] for v in per.values())
-        p = binomtest(k, n, stats.ALPHA, alternative="greater").pvalue if n else math.nan
+        p = binomtest(k, n, ALPHA, alternative="greater").pvalue if n else math.nan
         lines.append(f"{kind}: {k} of {n} ({_pct(k / n) if n else 'none judged'}; "
                      f"binomial p(rate > alpha) = {p:.3g})")
         lines += [f"  {'/'.join(g)}: {v[0]} of {v[1]}" for g, v in sorted(per.items())]
@@ -162,26 +170,19 @@ def format_text(samples, *, n_resamples=500, width=10) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.noise", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench noise`` (the parser is cli's)."""
     ap.add_argument("db", help="results DB (SQLite)")
     ap.add_argument("--commit", default="all",
                     help="rig commit: all (default), latest, HEAD, or a sha/prefix (report.select)")
     ap.add_argument("--width", type=int, default=10, help="windows per drift bucket (default 10)")
-    args = ap.parse_args(argv)
-    try:
-        if not Path(args.db).is_file():
-            raise QrwbenchError(f"results DB {args.db!r} does not exist")
-        samples = report.select(store.connect(args.db, create=False), args.commit).samples
-        sys.stdout.write(format_text(samples, width=args.width))
-    except QrwbenchError as e:
-        print(f"noise: error: {e}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as e:
-        print(f"noise: error: {db_error(args.db, e)}", file=sys.stderr)
-        return 2
+
+
+def run(args) -> int:
+    """``python3 -m qrwbench noise DB``: bad input raises QrwbenchError (cli.main prints it)."""
+    from . import report
+    if not Path(args.db).is_file():
+        raise QrwbenchError(f"results DB {args.db!r} does not exist")
+    samples = report.select(store.connect(args.db, create=False), args.commit).samples
+    sys.stdout.write(format_text(samples, width=args.width))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """`make perf CELL=...`: a `perf record -g` profile of the QEMU process for one
 cell, with a report of the hottest symbols.
 
-    /usr/bin/python3 -m qrwbench.profile --cell CELL [--out build/perf] [--top 25]
+    /usr/bin/python3 -m qrwbench perf --cell CELL [--out build/perf] [--top 25]
 
 One guest boots as in `make bench` (same command line, provenance and record
 checks), but under `perf record -g` instead of `perf stat`. Written to
@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from . import bench, ktree, outputs, perf
-from .errors import ArgParser, QrwbenchError
+from .errors import QrwbenchError
 from .targets import TOP
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
@@ -93,30 +92,25 @@ def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) 
     return {"out": str(out), "report": str(out / "report.txt"), "hot": rows, "text": text}
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.profile", description=__doc__.splitlines()[0])
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench perf`` (the parser is cli's)."""
     ap.add_argument("--cell", required=True, help=f"the cell: {ktree.CELL_SYNTAX}")
     ap.add_argument("--out", default=None, help="output root (default build/perf)")
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--check", action="store_true",
                     help="only check CELL and print the kernel it needs (ARCH-VARIANT)")
-    args = ap.parse_args(argv)
-    try:
-        if args.check:
-            cell = ktree.parse_cell(args.cell)
-            outputs.check(Path(args.out or TOP / "build" / "perf") / slug(cell), "perf")
-            print(f"{cell.arch}-{cell.variant}")
-            return 0
-        if not 1 <= args.top <= 10000:
-            raise QrwbenchError(f"--top {args.top}: must be in 1..10000")
-        res = profile(args.cell, args.out, args.top)
-    except QrwbenchError as e:
-        print(f"perf: error: {e}", file=sys.stderr)
-        return 2
+
+
+def run(args) -> int:
+    """``python3 -m qrwbench perf``: bad input raises QrwbenchError (cli.main prints it)."""
+    if args.check:
+        cell = ktree.parse_cell(args.cell)
+        outputs.check(Path(args.out or TOP / "build" / "perf") / slug(cell), "perf")
+        print(f"{cell.arch}-{cell.variant}")
+        return 0
+    if not 1 <= args.top <= 10000:
+        raise QrwbenchError(f"--top {args.top}: must be in 1..10000")
+    res = profile(args.cell, args.out, args.top)
     print(res["text"], end="")
     print(f"perf: full report {res['report']}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

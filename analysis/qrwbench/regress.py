@@ -302,9 +302,3 @@ def steps(db=None, *, key: str = "rig", repo=None, alpha: float = 0.01,
         lines.extend(h.change_lines())
     return lines
 
-
-if __name__ == "__main__":
-    import sys
-
-    from .cli import main
-    sys.exit(main(["regress", *sys.argv[1:]]))

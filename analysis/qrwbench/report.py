@@ -1,7 +1,7 @@
 """`make report`: build/report/index.html (+ report.md, plots/) from the results DB.
 
-``/usr/bin/python3 -m qrwbench.report [--db PATH] [--out build/report]`` (the
-options are those of ``python3 -m qrwbench report``). Everything is computed
+``/usr/bin/python3 -m qrwbench report [--db PATH] [--out build/report]``
+(options: qrwbench.cli). Everything is computed
 first; files are written only when the selection is valid, so bad input (no
 DB, an empty selection, a missing baseline variant) writes nothing.
 
@@ -626,9 +626,3 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
     lines = summary_lines(cset, aa)
     return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])
 
-
-if __name__ == "__main__":
-    import sys
-
-    from .cli import main
-    sys.exit(main(["report", *sys.argv[1:]]))

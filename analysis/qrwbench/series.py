@@ -2,7 +2,7 @@
 benchmark the kernel after each patch of the series, then compare each commit
 with the one before it.
 
-    python3 -m qrwbench.series --cell CELL [--kernel-src DIR] [--from REF] [--to REF]
+    python3 -m qrwbench series --cell CELL [--kernel-src DIR] [--from REF] [--to REF]
                                [--boots 3] [--threshold 5] [--db DB] [--compare-only]
 
 The commits are FROM itself (the reference, built as ``unpatched`` when the
@@ -24,13 +24,11 @@ Exit status: 0 done (changes are reported, not failures), 2 bad input.
 """
 from __future__ import annotations
 
-import sqlite3
-import sys
 import time
 from pathlib import Path
 
 from . import ktree, provenance, store
-from .errors import ArgParser, QrwbenchError, db_error
+from .errors import QrwbenchError
 from .targets import TOP
 
 ROOT = TOP / "build"
@@ -188,38 +186,30 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.series")
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench series`` (the parser is cli's)."""
     ap.add_argument("--cell", required=True, help=ktree.CELL_SYNTAX)
     ap.add_argument("--kernel-src", default=None)
     ap.add_argument("--from", dest="frm", default="qrwbench-base")
     ap.add_argument("--to", default="HEAD")
-    ap.add_argument("--db", default=None)
+    ap.add_argument("--db", dest="db_sub", metavar="DB", default=None)
     ap.add_argument("--boots", type=int, default=5)
     ap.add_argument("--threshold", type=float, default=5.0, help="percent (default 5)")
     ap.add_argument("--compare-only", action="store_true", help="only print the comparison")
     ap.add_argument("--check", action="store_true",
                     help="only check CELL, BOOTS, THRESHOLD and KERNEL_SRC (before any build)")
-    a = ap.parse_args(argv)
-    try:
-        ktree.check_numbers(a.boots, a.threshold)
-        ktree.parse_cell(a.cell)
-        if a.kernel_src:
-            ktree.check_tree(Path(a.kernel_src))
-        if a.check:
-            return 0
-        shas = bench_series(a.cell, a.kernel_src, frm=a.frm, to=a.to, db=a.db, boots=a.boots,
-                            compare_only=a.compare_only)
-        print(comparison(a.cell, shas, Path(a.kernel_src or ktree.DEFAULT_SRC).resolve(),
-                         db=a.db, threshold=a.threshold / 100))
-    except QrwbenchError as e:
-        print(f"series: error: {e}", file=sys.stderr)
-        return 2
-    except sqlite3.Error as e:
-        print(f"series: error: {db_error(a.db or store.default_db_path(), e)}", file=sys.stderr)
-        return 2
+
+
+def run(a) -> int:
+    """``python3 -m qrwbench series``: bad input raises QrwbenchError (cli.main prints it)."""
+    ktree.check_numbers(a.boots, a.threshold)
+    ktree.parse_cell(a.cell)
+    if a.kernel_src:
+        ktree.check_tree(Path(a.kernel_src))
+    if a.check:
+        return 0
+    shas = bench_series(a.cell, a.kernel_src, frm=a.frm, to=a.to, db=a.db, boots=a.boots,
+                        compare_only=a.compare_only)
+    print(comparison(a.cell, shas, Path(a.kernel_src or ktree.DEFAULT_SRC).resolve(),
+                     db=a.db, threshold=a.threshold / 100))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

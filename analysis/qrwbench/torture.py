@@ -10,18 +10,16 @@ no message-passing canary fired, the `relaxed` rows say the backend cannot
 show the reordering they are about. The `relaxed` ordering is not a lock on weakly ordered CPUs;
 its violations are reported, not required to be 0.
 
-    /usr/bin/python3 -m qrwbench.torture [--minutes N] [--matrix F] [--out build/torture]
+    /usr/bin/python3 -m qrwbench torture [--minutes N] [--matrix F] [--out build/torture]
 """
 from __future__ import annotations
 
 import dataclasses
 import signal
-import sys
 from collections import defaultdict
 from pathlib import Path
 
 from . import bench, litmus, matrix, outputs, records
-from .errors import ArgParser
 from .targets import TOP, InputError
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
@@ -104,31 +102,27 @@ def torture(m, cells, out: Path, minutes: float):
     return text, bad or cbad, failed
 
 
-def main(argv=None) -> int:
-    ap = ArgParser(prog="qrwbench.torture", description="rwlock exclusion torture")
+def add_arguments(ap) -> None:
+    """The options of ``python3 -m qrwbench torture`` (the parser is cli's)."""
     ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
     ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
     ap.add_argument("--out", default=str(TOP / "build" / "torture"))
-    args = ap.parse_args(argv)
+
+
+def run(args) -> int:
+    """``python3 -m qrwbench torture``: bad input raises InputError (cli.main
+    prints it); a signal kills QEMU and exits 128 + its number (bench._on_signal)."""
     signal.signal(signal.SIGINT, bench._on_signal)
     signal.signal(signal.SIGTERM, bench._on_signal)
-    try:
-        if not 0 < args.minutes < 24 * 60:
-            raise InputError(f"--minutes {args.minutes}: must be a number of minutes in (0, 1440)")
-        m = matrix.load(args.matrix)
-        cells = scaled(m, matrix.cells(m), args.minutes)
-        for c in cells:
-            bench.kernel_paths(c.arch, c.variant)
-        out = outputs.check(args.out, "torture")      # before any boot
-        with outputs.replacing(out, "torture") as tmp:
-            text, bad, failed = torture(m, cells, tmp, args.minutes)
-    except InputError as e:
-        print(f"torture: error: {e}", file=sys.stderr)
-        return 2
+    if not 0 < args.minutes < 24 * 60:
+        raise InputError(f"--minutes {args.minutes}: must be a number of minutes in (0, 1440)")
+    m = matrix.load(args.matrix)
+    cells = scaled(m, matrix.cells(m), args.minutes)
+    for c in cells:
+        bench.kernel_paths(c.arch, c.variant)
+    out = outputs.check(args.out, "torture")      # before any boot
+    with outputs.replacing(out, "torture") as tmp:
+        text, bad, failed = torture(m, cells, tmp, args.minutes)
     print(text)
     print(f"torture: report in {out / 'report.md'}")
     return 1 if bad or failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,7 +2,7 @@
 import pytest
 
 import synth
-from qrwbench import noise, store
+from qrwbench import cli, noise, store
 
 
 def _db(tmp_path, name, n_runs=3, **kw):
@@ -59,7 +59,7 @@ def test_window_drift_shows_a_slow_start(tmp_path):
 
 def test_main_prints_every_section(tmp_path, capsys):
     db = _db(tmp_path, "m", n_runs=2)
-    assert noise.main([db]) == 0
+    assert cli.main(["noise", db]) == 0
     out = capsys.readouterr().out
     for head in ("## within-boot CV", "## A/A false positives", "copy: ", "boot: ",
                  "copy, one boot: ", "## window drift"):
@@ -71,6 +71,6 @@ def test_main_prints_every_section(tmp_path, capsys):
 def test_main_bad_input_is_one_line(tmp_path, capsys, args, message):
     db = _db(tmp_path, "e", n_runs=1)
     args = [db if a == "DB" else str(tmp_path / a) if a.endswith(".sqlite") else a for a in args]
-    assert noise.main(args) == 2
+    assert cli.main(["noise", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err

@@ -131,10 +131,10 @@ def test_compare_text_table(results_db):
         report.compare_text(db, arch="arm64")
 
 
-def test_module_entry_point_prints_where_the_report_is(results_db, tmp_path):
+def test_report_subcommand_prints_where_the_report_is(results_db, tmp_path):
     db, _ = results_db
     env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"), RESULTS_DB=db)
-    res = subprocess.run([sys.executable, "-m", "qrwbench.report", "--out",
+    res = subprocess.run([sys.executable, "-m", "qrwbench", "report", "--out",
                           str(tmp_path / "rep"), "--commit", "all"], cwd=tmp_path,
                          env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr

@@ -43,12 +43,12 @@ def test_accel_kvm_here_names_the_probe_reason(tmp_path):
     v = verdict("x86_64")
     if v["usable"]:
         pytest.skip("KVM is usable here: test_guest_under_kvm covers ACCEL=kvm")
-    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.bench", "--quick", "--accel", "kvm",
+    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "bench", "--quick", "--accel", "kvm",
                         "--db", str(tmp_path / "r.sqlite"), "--runs", str(tmp_path / "runs")],
                        cwd=TOP, env=PYENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2, r.stdout[-2000:]
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bench: error: KVM asked for (")
+    assert len(lines) == 1 and lines[0].startswith("qrwbench: error: KVM asked for (")
     assert v["reason"] in lines[0]
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").glob("*/console.log"))
 

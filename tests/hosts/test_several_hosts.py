@@ -53,7 +53,7 @@ def bench(tmp_path, lb, names, boots, **popen):
     m = tmp_path / "m.toml"
     m.write_text(MATRIX.format(boots=boots))
     env = {**os.environ, **lb.env, "PYTHONPATH": str(TOP / "analysis"), "QRWB_PERF": "0"}
-    cmd = [sys.executable, "-m", "qrwbench.bench", "--matrix", str(m), "--db",
+    cmd = [sys.executable, "-m", "qrwbench", "bench", "--matrix", str(m), "--db",
            str(tmp_path / "r.sqlite"), "--runs", str(tmp_path / "runs"), "--hosts", names,
            "--no-summary"]
     return subprocess.Popen(cmd, env=env, cwd=TOP, stdout=subprocess.PIPE,
@@ -128,7 +128,7 @@ def test_no_reachable_host_is_a_one_line_error_before_any_boot(tmp_path, hosts):
     p = bench(tmp_path, hosts, "nohost", 2)
     out = p.communicate(timeout=120)[0]
     assert p.returncode == 2 and out.count("\n") == 1, out
-    assert out.startswith("bench: error: no host of HOSTS can run boots: nohost: unreachable")
+    assert out.startswith("qrwbench: error: no host of HOSTS can run boots: nohost: unreachable")
     assert not (tmp_path / "runs").exists() or not any(
         d.name != ".bench.lock" for d in (tmp_path / "runs").iterdir())
 

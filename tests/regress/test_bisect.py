@@ -103,7 +103,7 @@ def bisected(kernel_repo, tmp_path_factory):
     state = bisect.prepare(kernel_repo["good"], kernel_repo["c3"], CELL, kernel_repo["repo"],
                            db=d / "r.sqlite", boots=5, runs_root=d / "runs",
                            threshold=0.03)   # (see above: the barrier costs ~5-7 %)
-    result = bisect.run(state)
+    result = bisect.run_bisect(state)
     print(result["output"])
     print(bisect.report(state, result))
     return state, result
@@ -148,7 +148,7 @@ def test_same_code_takes_the_verdict_of_the_commit_it_equals(bisected, kernel_re
 # ------------------------------------------------------------------ bad input
 
 def run_bisect(*args, kernel_src=None):
-    argv = ["-m", "qrwbench.bisect", "run", *args]
+    argv = ["-m", "qrwbench", "bisect", "run", *args]
     if kernel_src:
         argv += ["--kernel-src", str(kernel_src)]
     return subprocess.run(["/usr/bin/python3", *argv], env=PYENV, capture_output=True, text=True,
@@ -158,7 +158,7 @@ def run_bisect(*args, kernel_src=None):
 def one_error(p, *words):
     assert p.returncode == 2, (p.stdout, p.stderr)
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("bisect: error: "), p.stderr
+    assert len(lines) == 1 and lines[0].startswith("qrwbench: error: "), p.stderr
     for w in words:
         assert w in lines[0], (w, lines[0])
 
@@ -212,16 +212,16 @@ def test_make_bisect_reports_the_error_in_one_line():
                         "BAD=HEAD", f"CELL={CELL}"], cwd=TOP, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode != 0
-    assert "bisect: error: GOOD 'no-such-commit': unknown commit" in p.stderr, p.stderr
+    assert "qrwbench: error: GOOD 'no-such-commit': unknown commit" in p.stderr, p.stderr
 
 
 def test_series_cell_matching_nothing_lists_what_exists(tmp_path):
     db = tmp_path / "r.sqlite"
     store.connect(db).close()
-    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.series", "--cell", CELL, "--db", str(db),
+    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "series", "--cell", CELL, "--db", str(db),
                         "--compare-only"], env=PYENV, cwd=TOP, capture_output=True, text=True)
     assert p.returncode == 2
-    assert p.stderr.startswith("series: error: CELL ") and "matches no stored runs" in p.stderr
+    assert p.stderr.startswith("qrwbench: error: CELL ") and "matches no stored runs" in p.stderr
     assert "cells with runs: none" in p.stderr
 
 
@@ -229,7 +229,7 @@ def test_series_cell_matching_nothing_lists_the_cells_that_have_runs(tmp_path):
     db = tmp_path / "r.sqlite"
     run = synth.atomics_run(tmp_path / "runs", "other", vcpus=2)
     assert store.import_run(str(db), run).status == "ok"
-    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.series", "--cell", CELL, "--db", str(db),
+    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "series", "--cell", CELL, "--db", str(db),
                         "--compare-only"], env=PYENV, cwd=TOP, capture_output=True, text=True)
     assert p.returncode == 2
     assert "matches no stored runs" in p.stderr

@@ -1,5 +1,5 @@
 """`make bench` as a process: hangs, interrupts, two at once, bad directories.
-These boot real x86_64 TCG guests through qrwbench.bench."""
+These boot real x86_64 TCG guests through python3 -m qrwbench bench."""
 import json
 import os
 import signal
@@ -51,7 +51,7 @@ def write_matrix(tmp_path, workloads, boots=1, timeout=60, reps=2):
 
 
 def bench_cmd(tmp_path, matrix_path, *extra):
-    return [sys.executable, "-m", "qrwbench.bench", "--matrix", str(matrix_path),
+    return [sys.executable, "-m", "qrwbench", "bench", "--matrix", str(matrix_path),
             "--db", str(tmp_path / "db.sqlite"), "--runs", str(tmp_path / "runs"), "--no-summary", *extra]
 
 

@@ -5,9 +5,9 @@ Every generated bad input must either be accepted or end in a clean error:
 * library entry points (``matrix.load``, ``ktree.parse_cell``,
   ``store.import_run``): a result, or :class:`QrwbenchError` with a non-empty
   one-line message; ``records.parse_console`` never raises at all;
-* command lines (``python3 -m qrwbench ...``, ``qrwbench.bench``): exit status
-  0/1/2, and for 2 exactly one ``qrwbench: error: ...`` (``bench: ...``) line
-  on stderr; ``SystemExit`` only from argparse, with status 2;
+* command lines (``python3 -m qrwbench ...``, ``bench`` included): exit status
+  0/1/2, and for 2 exactly one ``qrwbench: error: ...`` line on stderr;
+  ``SystemExit`` only from argparse, with status 2;
 
 never any other exception, and nothing half-written: a refused import stores
 nothing, a command that fails (and a read-only command at all) leaves the
@@ -98,9 +98,9 @@ def call_clean(fn, what, *args, **kw):
     pytest.fail(problem, pytrace=False)
 
 
-def run_main(main, argv, capsys, what, prog="qrwbench"):
+def run_main(main, argv, capsys, what):
     """Run a command line's ``main(argv)``: (status, stdout, stderr), checked
-    against the contract (0/1/2; 2 = one ``<prog>: error:`` line)."""
+    against the contract (0/1/2; 2 = one ``qrwbench: error:`` line)."""
     capsys.readouterr()
     problem = None
     try:
@@ -119,7 +119,7 @@ def run_main(main, argv, capsys, what, prog="qrwbench"):
         pytest.fail(f"exit status {rc!r} (not 0/1/2)\n  argv: {_short(argv)}"
                     f"\n  input: {_short(what)}", pytrace=False)
     if rc == 2:
-        prefix = f"{prog}: error: " if prog == "qrwbench" else f"{prog}: "
+        prefix = "qrwbench: error: "
         if not (err.startswith(prefix) and err.endswith("\n") and err.count("\n") == 1
                 and "\r" not in err and "Traceback" not in err):
             pytest.fail(f"status 2 but stderr is not one '{prefix}...' line: {_short(err, 600)}"
@@ -458,7 +458,7 @@ BENCH_ACCELS = [None, "tcg", "kvm", "", "bogus", "KVM", "\u00e9", "tcg\n"]
 
 @pytest.mark.parametrize("seed", range(40))
 def test_bench_main_matrix_fuzz(tmp_path, capsys, monkeypatch, seed):
-    """qrwbench.bench with a bad matrix or --accel: status 2 and one 'bench: ...'
+    """qrwbench bench with a bad matrix or --accel: status 2 and one 'qrwbench: error: ...'
     line (the boots themselves are stubbed out: no guest is started)."""
     from qrwbench import bench
     monkeypatch.setattr(bench, "preflight", lambda db, runs: None)
@@ -470,7 +470,7 @@ def test_bench_main_matrix_fuzz(tmp_path, capsys, monkeypatch, seed):
     path.write_bytes(data)
     argv = ["--matrix", str(path), "--db", str(tmp_path / "db.sqlite"),
             "--runs", str(tmp_path / "runs")] + ([] if accel is None else ["--accel", accel])
-    rc, _, _ = run_main(bench.main, argv, capsys, what, prog="bench")
+    rc, _, _ = run_main(cli.main, ["bench", *argv], capsys, what)
     assert rc in (0, 2), (rc, what)
 
 

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import TOP
-from qrwbench import audit, bench, cli, matrix, outputs, store, torture
+from qrwbench import bench, cli, matrix, outputs, store
 from qrwbench.errors import QrwbenchError
 
 import synth
@@ -137,16 +137,16 @@ def test_two_reports_to_one_out_at_once_are_serialized(tmp_path, db):
 def test_audit_and_torture_refuse_a_foreign_out_before_any_work(tmp_path, capsys, monkeypatch):
     d = user_dir(tmp_path)
     before = snapshot(d)
-    assert audit.main(["--out", str(d), "/nonexistent-kernel-dir"]) == 2
+    assert cli.main(["audit", "--out", str(d), "/nonexistent-kernel-dir"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("audit: error: ") and "not a qrwbench audit directory" in err
+    assert err.startswith("qrwbench: error: ") and "not a qrwbench audit directory" in err
     m = tmp_path / "t.toml"
     m.write_text("[run]\nboots = 1\n[[target]]\narch = \"x86_64\"\naccel = \"tcg\"\n"
                  "[[workload]]\nname = \"rwlock\"\nvariants = [\"acqrel\"]\nvcpus = [1]\n")
     monkeypatch.setattr(bench, "kernel_paths", lambda a, v: None)   # kernels need not be built
-    assert torture.main(["--matrix", str(m), "--out", str(d)]) == 2
+    assert cli.main(["torture", "--matrix", str(m), "--out", str(d)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("torture: error: ") and "not a qrwbench torture directory" in err
+    assert err.startswith("qrwbench: error: ") and "not a qrwbench torture directory" in err
     assert snapshot(d) == before
 
 

@@ -1,4 +1,6 @@
-"""Bad input of every kind is one line `<command>: error: ...` naming the bad
+"""Bad input of every kind is one line `qrwbench: error: ...` (`make kernel`'s
+own checks: `kernel: error: ...`, make bench-series's missing CELL:
+`bench-series: error: ...`) naming the bad
 value and what is valid, given before any expensive step (tree, kernels,
 module, boots); records the module cannot have printed make their run failed
 without stopping an import."""
@@ -53,13 +55,13 @@ def test_bad_cells_are_one_line_errors(cell, expect):
 
 def test_make_bisect_and_bench_series_check_cell_before_the_tree(tmp_path):
     rc, out, err = make("bisect", "GOOD=a", "BAD=b", "CELL=x86_64/tcg/max/acqrel/rwlock/\u00b2")
-    assert rc == 2 and out == "" and "vCPUs" in first_error(err, "bisect")
+    assert rc == 2 and out == "" and "vCPUs" in first_error(err, "qrwbench")
     rc, out, err = make("bench-series", "CELL=x86_64/tcg/pentium/acqrel/rwlock/1")
-    assert rc == 2 and out == "" and "unknown CPU model 'pentium'" in first_error(err, "series")
+    assert rc == 2 and out == "" and "unknown CPU model 'pentium'" in first_error(err, "qrwbench")
     rc, out, err = make("bench-series", "CELL=x86_64/tcg/max/acqrel/rwlock/1", "BOOTS=0")
-    assert rc == 2 and "BOOTS 0: must be an integer in 1..1000" in first_error(err, "series")
+    assert rc == 2 and "BOOTS 0: must be an integer in 1..1000" in first_error(err, "qrwbench")
     rc, out, err = make("bench-series", "CELL=x86_64/tcg/max/acqrel/rwlock/1", "THRESHOLD=nan")
-    assert rc == 2 and "THRESHOLD nan" in first_error(err, "series")
+    assert rc == 2 and "THRESHOLD nan" in first_error(err, "qrwbench")
     rc, out, err = make("bench-series")
     assert rc == 2 and "give CELL=" in first_error(err, "bench-series")
 
@@ -74,12 +76,12 @@ def test_kernel_src_that_is_not_a_kernel_tree_is_named(tmp_path):
     subprocess.run(["git", "-C", str(repo), "add", "."], check=True, env=env)
     subprocess.run(["git", "-C", str(repo), "commit", "-qm", "x"], check=True, env=env)
     rc, out, err = make("bench-series", "CELL=x86_64/tcg/max/acqrel/rwlock/1", f"KERNEL_SRC={repo}")
-    line = first_error(err, "series")
+    line = first_error(err, "qrwbench")
     assert rc == 2 and "is a git repository but not a Linux kernel tree" in line
     assert "kernel/Kconfig.locks" in line
     rc, out, err = make("bisect", "GOOD=HEAD~1", "BAD=HEAD", "CELL=x86_64/tcg/max/acqrel/rwlock/1",
                         f"KERNEL_SRC={tmp_path / 'missing'}")
-    assert rc == 2 and "is not a git repository (it does not exist)" in first_error(err, "bisect")
+    assert rc == 2 and "is not a git repository (it does not exist)" in first_error(err, "qrwbench")
 
 
 # -------------------------------------------------------- make, before building
@@ -104,22 +106,22 @@ def test_make_bench_checks_the_matrix_before_the_tree(tmp_path):
     bad.write_text("run = 5\n")
     rc, out, err = make("bench", f"MATRIX={bad}", f"RESULTS_DB={tmp_path / 'r.sqlite'}")
     assert rc == 2 and out == ""      # no prepare-tree, no kernel build line
-    assert "'run' must be a table [run], not an integer (5)" in first_error(err, "bench")
+    assert "'run' must be a table [run], not an integer (5)" in first_error(err, "qrwbench")
     rc, out, err = make("bench", "ACCEL=hvf", f"RESULTS_DB={tmp_path / 'r.sqlite'}")
-    assert rc == 2 and "unknown accel 'hvf'" in first_error(err, "bench")
+    assert rc == 2 and "unknown accel 'hvf'" in first_error(err, "qrwbench")
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"not a database" * 100)
     rc, out, err = make("bench", "QUICK=1", f"RESULTS_DB={junk}")
-    assert rc == 2 and "is not an SQLite database" in first_error(err, "bench")
+    assert rc == 2 and "is not an SQLite database" in first_error(err, "qrwbench")
 
 
 def test_the_quick_matrix_needs_four_kernels_not_six(tmp_path):
-    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.bench", "--plan", "--quick",
+    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "bench", "--plan", "--quick",
                         "--db", str(tmp_path / "r.sqlite"), "--runs", str(tmp_path / "runs")],
                        cwd=TOP, env=PYENV, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["arm64-acqrel", "arm64-full", "x86_64-acqrel", "x86_64-full"]
-    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench.bench", "--plan", "--accel", "tcg",
+    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "bench", "--plan", "--accel", "tcg",
                         "--db", str(tmp_path / "r.sqlite"), "--runs", str(tmp_path / "runs")],
                        cwd=TOP, env=PYENV, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and len(r.stdout.split()) == 6      # the default matrix: all six
@@ -296,8 +298,8 @@ def test_bench_plan_runs_before_make_deps_installed_numpy_and_scipy(tmp_path):
     """`make bench` checks its input before `make deps`: on a fresh machine
     Debian's python3 has no numpy or scipy yet, so `--plan` must not import them."""
     code = ("import sys; sys.modules.update(numpy=None, scipy=None, matplotlib=None, "
-            "statsmodels=None); sys.argv = ['bench', '--plan', '--quick', '--db', sys.argv[1], "
-            "'--runs', sys.argv[2]]; import runpy; runpy.run_module('qrwbench.bench', "
+            "statsmodels=None); sys.argv = ['qrwbench', 'bench', '--plan', '--quick', '--db', "
+            "sys.argv[1], '--runs', sys.argv[2]]; import runpy; runpy.run_module('qrwbench', "
             "run_name='__main__')")
     r = subprocess.run(["/usr/bin/python3", "-c", code, str(tmp_path / "r.sqlite"),
                         str(tmp_path / "runs")], cwd=TOP, env=PYENV, capture_output=True,
@@ -307,16 +309,16 @@ def test_bench_plan_runs_before_make_deps_installed_numpy_and_scipy(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [
-    ["qrwbench.profile", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
-    ["qrwbench.series", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
-    ["qrwbench.bisect", "run", "--good", "a", "--bad", "b", "--cell",
+    ["perf", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
+    ["series", "--cell", "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
+    ["bisect", "run", "--good", "a", "--bad", "b", "--cell",
      "x86_64/tcg/max/acqrel/rwlock/1", "--check"],
 ])
 def test_make_perf_series_bisect_checks_run_without_numpy(argv):
     """The --check steps of make perf / bench-series / bisect run before make deps."""
     code = ("import sys, runpy; sys.modules.update(numpy=None, scipy=None, matplotlib=None, "
-            "statsmodels=None); mod = sys.argv[1]; sys.argv = ['x'] + sys.argv[2:]; "
-            "runpy.run_module(mod, run_name='__main__')")
+            "statsmodels=None); sys.argv = ['qrwbench'] + sys.argv[1:]; "
+            "runpy.run_module('qrwbench', run_name='__main__')")
     r = subprocess.run(["/usr/bin/python3", "-c", code, *argv], cwd=TOP, env=PYENV,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]

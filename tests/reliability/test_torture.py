@@ -2,7 +2,7 @@
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import matrix, torture
+from qrwbench import cli, matrix, torture
 
 
 def test_verdicts_fail_only_for_correct_orderings():
@@ -37,7 +37,7 @@ def test_short_torture_run_reports_zero_violations_for_acqrel(tmp_path):
                      .replace('[[target]]\narch = "arm64"\naccel = "tcg"\ncpu = "max"\n', "")
                      .replace('[[target]]\narch = "arm64"\naccel = "tcg"\ncpu = "cortex-a57"\n', ""))
     assert "arm64" not in mfile.read_text()
-    rc = torture.main(["--minutes", "0.1", "--matrix", str(mfile), "--out", str(tmp_path / "out")])
+    rc = cli.main(["torture", "--minutes", "0.1", "--matrix", str(mfile), "--out", str(tmp_path / "out")])
     report = (tmp_path / "out" / "report.md").read_text()
     assert rc == 0, report
     assert "| x86_64 | max | acqrel | kernel | acqrel |" in report

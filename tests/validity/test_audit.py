@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import BUILD, TOP, kernel_dir
-from qrwbench import audit, codeid, stats, targets
+from qrwbench import audit, cli, codeid, stats, targets
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
 
@@ -158,7 +158,7 @@ def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
 def test_audit_json_labels_identical_code_through_codeid(tmp_path):
     kernels = [kernel_dir("x86_64", "acqrel"), kernel_dir("arm64", "acqrel")]
     out = tmp_path / "audit"
-    assert audit.main(["--out", str(out), *map(str, kernels)]) == 0
+    assert cli.main(["audit", "--out", str(out), *map(str, kernels)]) == 0
     doc = json.loads((out / "audit.json").read_text())
     assert doc["schema"] == 1 and len(doc["modules"]) == 2
     a = codeid.load_audit(out / "audit.json")
