@@ -16,7 +16,15 @@
 #   make bisect GOOD=.. BAD=.. CELL=... [KERNEL_SRC=..] [BOOTS=5] [THRESHOLD=5]
 #   make test                      everything `make test` needs, then the tests
 #   make test-slow                 + the unpatched reference build and its identity check
+#   make test-kernels              only the kernels `make test` boots (its first step)
 #   make clean | distclean         remove builds and runs (results/ and ccache are kept) | all of build/
+#   make help                      this text
+#
+# Every host-side step is a subcommand of one command line, the one these
+# targets call: PYTHONPATH=analysis /usr/bin/python3 -m qrwbench <subcommand>
+# (import, report, compare, regress, bench, audit, emuaudit, noise, torture,
+# perf, series, bisect; --help lists them). Bad input: one line
+# `qrwbench: error: ...` and status 2.
 #
 # The host side runs under Debian's /usr/bin/python3 (it sees Debian's numpy,
 # scipy, matplotlib); the python3 first on PATH may be another install.
@@ -40,7 +48,7 @@ PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 all: help
 
 help:
-	@sed -n '3,/^#$$/p' Makefile | sed -n 's/^# \{0,1\}//p'
+	@sed -n '3,/^$$/p' Makefile | sed -n 's/^# \{0,1\}//p'
 
 deps:
 	@kernel/scripts/deps.sh

@@ -4,9 +4,17 @@ import subprocess
 
 from conftest import TOP
 
-# rules that are steps of others, not commands (make test builds test-kernels;
-# check-arch-variant guards make kernel)
-INTERNAL = {"all", "help", "check-arch-variant", "test-kernels"}
+# rules that are steps of others, never run alone: `all` is `help`;
+# check-arch-variant guards make kernel
+INTERNAL = {"all", "check-arch-variant"}
+
+
+def rules(text: str) -> set[str]:
+    """Every target a rule of the Makefile ``text`` defines (not variables)."""
+    out = set()
+    for m in re.finditer(r"^([a-z][a-z0-9 -]*):(?!=)", text, re.M):
+        out.update(m.group(1).split())
+    return out
 
 
 def refusing_rules(text: str) -> set[str]:
@@ -17,16 +25,41 @@ def refusing_rules(text: str) -> set[str]:
     return out
 
 
+def documented(help_text: str) -> set[str]:
+    """The targets the help names: ``make T ...`` lines, ``make A | B`` for two."""
+    named = set()
+    for line in help_text.splitlines():
+        if m := re.match(r"\s*make ([a-z][a-z0-9-]*(?: \| [a-z][a-z0-9-]*)*)", line):
+            named.update(m.group(1).split(" | "))
+    return named
+
+
+def undocumented(makefile: str, help_text: str) -> set[str]:
+    return rules(makefile) - INTERNAL - refusing_rules(makefile) - documented(help_text)
+
+
+def make_help() -> str:
+    return subprocess.run(["make", "-s", "--no-print-directory", "help"], cwd=TOP,
+                          capture_output=True, text=True, check=True).stdout
+
+
 def test_help_lists_every_target():
     text = (TOP / "Makefile").read_text()
-    targets = set()
-    for m in re.finditer(r"^([a-z][a-z0-9 -]*):(?!=)", text, re.M):
-        targets.update(m.group(1).split())
-    assert {"bench", "test", "bisect", "audit"} <= targets       # the parse sees the rules
-    out = subprocess.run(["make", "-s", "--no-print-directory", "help"], cwd=TOP,
-                         capture_output=True, text=True, check=True).stdout
-    named = set(re.findall(r"^\s*make ([a-z][a-z0-9-]*)", out, re.M))
-    named |= set(re.findall(r"\| ([a-z][a-z0-9-]*)\s", out))   # "make clean | distclean"
+    targets = rules(text)
+    assert {"bench", "test", "bisect", "audit", "bench-series", "test-kernels"} <= targets
     assert len(refusing_rules(text)) == 3
-    missing = targets - INTERNAL - refusing_rules(text) - named
+    assert INTERNAL <= targets, f"INTERNAL names no rule: {sorted(INTERNAL - targets)}"
+    out = make_help()
+    missing = undocumented(text, out)
     assert not missing, f"make help does not name: {sorted(missing)}"
+    # and names no target the Makefile does not have
+    assert documented(out) <= targets, sorted(documented(out) - targets)
+
+
+def test_a_new_rule_left_out_of_the_help_fails_the_check():
+    text = (TOP / "Makefile").read_text()
+    out = make_help()
+    assert undocumented(text + "\nfrob-it: tree\n\t@true\n", out) == {"frob-it"}
+    assert undocumented(text.replace("\nhelp:", "\nhelp frob:", 1), out) == {"frob"}
+    assert undocumented(text, out.replace("make test-kernels", "test-kernels")) == {"test-kernels"}
+    assert undocumented(text, out.replace("make clean | distclean", "make clean")) == {"distclean"}
