@@ -1,6 +1,5 @@
-"""Bad input of every kind is one line `qrwbench: error: ...` (`make kernel`'s
-own checks: `kernel: error: ...`, make bench-series's missing CELL:
-`bench-series: error: ...`) naming the bad
+"""Bad input of every kind is one line `qrwbench: error: ...` (the Makefile's
+own checks: `kernel: error: ...`, `bench-series: error: ...`) naming the bad
 value and what is valid, given before any expensive step (tree, kernels,
 module, boots); records the module cannot have printed make their run failed
 without stopping an import."""
