@@ -1,4 +1,4 @@
-"""``python3 -m qrwbench <import|report|compare|regress> ...`` (see qrwbench.cli)."""
+"""``python3 -m qrwbench <subcommand> ...``: the one command line (qrwbench.cli)."""
 
 import sys
 
