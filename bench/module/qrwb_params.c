@@ -94,9 +94,8 @@ static int qrwb_parse_one(const struct qrwb_pdesc *d)
 	if (d->sval) {
 		*d->sval = (arg && *arg) ? arg : d->sdef;
 		if (!qrwb_str_ok(*d->sval) || strlen(*d->sval) > 1024)
-			return qrwb_refuse(
-				"%s: only a-z, 0-9, '_' and ',' are valid, up to 1024 of them",
-				d->name);
+			return qrwb_refuse("%s: only a-z, 0-9, '_' and ',' are valid, up to 1024 of them",
+					   d->name);
 		return 0;
 	}
 	if (!arg || !*arg) {
@@ -163,9 +162,8 @@ static int qrwb_parse_ops(void)
 						 "%s%s", len ? " " : "",
 						 qrwb_op_desc[i].name);
 		}
-		return qrwb_refuse(
-			"ops: unknown op '%.40s': valid is all or a comma-separated list of: %s",
-			tok, names);
+		return qrwb_refuse("ops: unknown op '%.40s': valid is all or a comma-separated list of: %s",
+				   tok, names);
 	}
 	return 0;
 }
@@ -193,9 +191,8 @@ static int qrwb_check_clock(void)
 		step = min(step, t - t0);
 	}
 	if (step > 100 * NSEC_PER_USEC)
-		return qrwb_refuse(
-			"the clock advances in steps of %llu us (clocksource jiffies?): valid is under 100 us; x86 TCG guests need tsc_early_khz=<host TSC kHz> tsc=reliable",
-			div_u64(step, NSEC_PER_USEC));
+		return qrwb_refuse("the clock advances in steps of %llu us (clocksource jiffies?): valid is under 100 us; x86 TCG guests need tsc_early_khz=<host TSC kHz> tsc=reliable",
+				   div_u64(step, NSEC_PER_USEC));
 	return 0;
 }
 
@@ -205,20 +202,17 @@ static int qrwb_parse_threads(unsigned int online)
 	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
 
 	if (cfg->threads > online)
-		return qrwb_refuse(
-			"threads=%llu exceeds the %u online CPUs: valid is 0 (all online CPUs) or 1..%u",
-			cfg->threads, online, online);
+		return qrwb_refuse("threads=%llu exceeds the %u online CPUs: valid is 0 (all online CPUs) or 1..%u",
+				   cfg->threads, online, online);
 	if (cfg->nreaders || cfg->nwriters) {
 		u64 sum = cfg->nreaders + cfg->nwriters;
 
 		if (sum > online)
-			return qrwb_refuse(
-				"nreaders=%llu + nwriters=%llu exceeds the %u online CPUs: valid is a sum of 1..%u",
-				cfg->nreaders, cfg->nwriters, online, online);
+			return qrwb_refuse("nreaders=%llu + nwriters=%llu exceeds the %u online CPUs: valid is a sum of 1..%u",
+					   cfg->nreaders, cfg->nwriters, online, online);
 		if (cfg->threads && cfg->threads != sum)
-			return qrwb_refuse(
-				"threads=%llu differs from nreaders=%llu + nwriters=%llu: valid is threads=0 or threads=%llu",
-				cfg->threads, cfg->nreaders, cfg->nwriters, sum);
+			return qrwb_refuse("threads=%llu differs from nreaders=%llu + nwriters=%llu: valid is threads=0 or threads=%llu",
+					   cfg->threads, cfg->nreaders, cfg->nwriters, sum);
 		qrwb_cxt.nthreads = sum;
 	} else {
 		qrwb_cxt.nthreads = cfg->threads ? cfg->threads : online;
@@ -254,9 +248,8 @@ int qrwb_parse(void)
 		return 0;
 	if (qrwb_cxt.workload == QRWB_W_LITMUS) {
 		if (online < 2)
-			return qrwb_refuse(
-				"workload=litmus needs two CPUs, the guest has %u online: valid is a guest with 2 or more vCPUs",
-				online);
+			return qrwb_refuse("workload=litmus needs two CPUs, the guest has %u online: valid is a guest with 2 or more vCPUs",
+					   online);
 		qrwb_cxt.nthreads = 2;
 		return 0;
 	}
