@@ -240,7 +240,7 @@ def _values(params: dict, name: str, default) -> list:
 
 def _check_threads(at: _At, where: str, vcpus: list, params: dict) -> None:
     """The module's own limits on threads against the vCPUs of each cell
-    (qrwb_parse in bench/module/qrwb_main.c), so no cell is refused at boot."""
+    (qrwb_parse in bench/module/qrwb_params.c), so no cell is refused at boot."""
     where = f"{where}: " if where else ""
     for n, t, r, w in itertools.product(vcpus, _values(params, "threads", 0),
                                         _values(params, "nreaders", 0),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * qrwbench: types shared by the harness (qrwb_main.c), the generated
+ * qrwbench: types shared by the harness (qrwb_internal.h), the generated
  * atomics loops (qrwb_loops_*.c) and the rwlock loops (qrwb_lock_*.c).
  */
 #ifndef QRWBENCH_H

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qrwbench workload=atomics: every selected op of qrwb_ops.def (all its
+ * orderings) x copy {0, 1} x placement, measured by the one driver in
+ * paired blocks (every ordering and copy of one op on one placement).
+ * The loops themselves are generated per op, ordering and copy from
+ * qrwb_ops.def (qrwb_loops.h).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/math.h>
+#include <linux/string.h>
+
+#include "qrwb_internal.h"
+
+/* the op table, once more: names for the records, in enum qrwb_op_id order */
+const struct qrwb_op_desc qrwb_op_desc[QRWB_NOPS] = {
+#define QRWB_OP(op, ord, stmt)	{ #op, #ord },
+#include "qrwb_ops.def"
+#undef QRWB_OP
+};
+
+/* each op id's block: the first op id of the same op name (by qrwb_parse_ops) */
+void qrwb_init_op_blocks(void)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < QRWB_NOPS; i++)
+		for (k = 0; k <= i; k++)
+			if (!strcmp(qrwb_op_desc[k].name, qrwb_op_desc[i].name)) {
+				qrwb_cxt.op_block[i] = k;
+				break;
+			}
+}
+
+/* atomics: one batch per op name (all orderings and copies share it) */
+static void qrwb_calibrate_atomics(void)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+	static u64 cost[QRWB_NOPS];
+	unsigned long bmin = ULONG_MAX, bmax = 0;
+	unsigned int i, k;
+
+	for (i = 0; i < QRWB_NOPS; i++) {
+		if (qrwb_cxt.op_selected[i])
+			cost[i] = qrwb_cost_ps(qrwb_loops_c0[i], &qrwb_cxt.slots[1],
+					       NULL, NULL);
+	}
+	for (i = 0; i < QRWB_NOPS; i++) {
+		u64 c = U64_MAX;
+
+		if (!qrwb_cxt.op_selected[i])
+			continue;
+		if (cfg->batch) {
+			/* an atomics loop runs QRWB_UNROLL ops per iteration */
+			qrwb_cxt.op_batch[i] = roundup((unsigned long)cfg->batch, QRWB_UNROLL);
+			continue;
+		}
+		for (k = 0; k < QRWB_NOPS; k++)
+			if (qrwb_cxt.op_selected[k] &&
+			    qrwb_cxt.op_block[k] == qrwb_cxt.op_block[i])
+				c = min(c, cost[k]);
+		qrwb_cxt.op_batch[i] = qrwb_batch_for(c);
+		bmin = min(bmin, qrwb_cxt.op_batch[i]);
+		bmax = max(bmax, qrwb_cxt.op_batch[i]);
+	}
+	if (cfg->batch) {
+		bmin = roundup((unsigned long)cfg->batch, QRWB_UNROLL);
+		bmax = bmin;
+	}
+	pr_info("clock read %llu ps; empty op %llu ps; batch %lu..%lu%s\n",
+		qrwb_cxt.clock_ps, cost[QRWB_ID_empty_relaxed], bmin, bmax,
+		cfg->batch ? " (batch= given, a multiple of the unroll)" : "");
+}
+
+/* entries: every selected op x copy {0, 1} x the placements */
+static int qrwb_setup_atomics(void)
+{
+	unsigned int nsel = 0, nplace, i;
+	int ret;
+
+	for (i = 0; i < QRWB_NOPS; i++)
+		nsel += qrwb_cxt.op_selected[i];
+	nplace = qrwb_cxt.placement == QRWB_PLACE_BOTH ? 2 : 1;
+	ret = qrwb_alloc_rep(nsel * 2 * nplace, false);
+	if (ret)
+		return ret;
+	qrwb_calibrate_atomics();
+	return 0;
+}
+
+static void qrwb_fill_atomics(struct qrwb_ent *e)
+{
+	bool shared = qrwb_cxt.placement != QRWB_PLACE_PERCPU;
+	bool percpu = qrwb_cxt.placement != QRWB_PLACE_SHARED;
+	unsigned int i, copy, n = 0;
+
+	for (i = 0; i < QRWB_NOPS; i++) {
+		if (!qrwb_cxt.op_selected[i])
+			continue;
+		for (copy = 0; copy < 2; copy++) {
+			if (shared)
+				e[n++] = (struct qrwb_ent){ i, copy, 0 };
+			if (percpu)
+				e[n++] = (struct qrwb_ent){ i, copy, 1 };
+		}
+	}
+}
+
+/* copy 1 runs the separately compiled twin, or the injected one */
+static void qrwb_prep_atomics(const struct qrwb_ent *e, unsigned int rep)
+{
+	const qrwb_loop_fn *tbl = qrwb_loops_c0;
+
+	if (e->copy)
+		tbl = qrwb_cxt.cfg.aa_inject_mb && e->id != QRWB_ID_empty_relaxed ?
+		      qrwb_loops_c1mb : qrwb_loops_c1;
+	qrwb_cxt.job.aloop = tbl[e->id];
+	qrwb_cxt.job.rloop = NULL;
+	qrwb_cxt.job.batch = qrwb_cxt.op_batch[e->id];
+	qrwb_cxt.job.percpu = e->percpu;
+}
+
+const struct qrwb_workload qrwb_atomics = {
+	.setup	= qrwb_setup_atomics,
+	.fill	= qrwb_fill_atomics,
+	.block	= qrwb_cxt.op_block,
+	.prep	= qrwb_prep_atomics,
+};

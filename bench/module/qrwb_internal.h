@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * qrwbench: what the harness's files share (qrwbench.h is what the loops
+ * share). The run's whole state is one context, qrwb_cxt (qrwb_main.c),
+ * as locktorture's cxt:
+ *
+ *   qrwb_params.c   parameters: parsing, checks, refusals
+ *   qrwb_rec.c      the records (JSON lines) and /proc/qrwbench
+ *   qrwb_pmu.c      in-kernel perf counters
+ *   qrwb_harness.c  workers, the measurement, calibration, the one driver
+ *   qrwb_atomics.c  workload=atomics: its entries and batches
+ *   qrwb_rwlock.c   workload=rwlock: its entries, locks and batch
+ *   qrwb_main.c     module init and exit, workload=litmus
+ */
+#ifndef QRWB_INTERNAL_H
+#define QRWB_INTERNAL_H
+
+#include <linux/completion.h>
+#include <linux/perf_event.h>
+#include <linux/proc_fs.h>
+#include <linux/types.h>
+
+#include "qrwbench.h"
+
+#define QRWB_SCHEMA		1
+#define QRWB_PREFIX		"@@QRWB "
+#define QRWB_MAX_JSON		4096
+#define QRWB_MAX_THREADS	NR_CPUS
+
+/* PMU: room for the reason a counter is not counted */
+#define QRWB_PMU_WHY		160
+
+#if defined(CONFIG_X86_64)
+#define QRWB_ARCH	"x86_64"
+#elif defined(CONFIG_ARM64)
+#define QRWB_ARCH	"arm64"
+#else
+#error "qrwbench supports x86_64 and arm64"
+#endif
+
+/* parameters (qrwb_params.def), parsed once: in the order of their names */
+enum qrwb_workload_id { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG, QRWB_W_LITMUS };
+enum qrwb_place_id { QRWB_PLACE_BOTH, QRWB_PLACE_SHARED, QRWB_PLACE_PERCPU };
+enum qrwb_impl_id { QRWB_IMPL_ALL, QRWB_IMPL_KERNEL, QRWB_IMPL_MODULE };
+
+struct qrwb_cfg {
+#define QRWB_SPARAM(n, def, desc)		const char *n;
+#define QRWB_UPARAM(n, def, lo, hi, desc)	u64 n;
+#include "qrwb_params.def"
+#undef QRWB_SPARAM
+#undef QRWB_UPARAM
+};
+
+/* in-kernel perf counters, one set per measuring kthread */
+enum { QRWB_PMU_CYCLES, QRWB_PMU_INSNS, QRWB_PMU_N };
+
+/* one read of a thread's counters */
+struct qrwb_pmu_snap {
+	u64 val[QRWB_PMU_N];
+	u64 enabled[QRWB_PMU_N];
+	u64 running[QRWB_PMU_N];
+};
+
+/* one entry of a rep's shuffled list */
+struct qrwb_ent {
+	u16 id;		/* atomics: enum qrwb_op_id; rwlock: enum qrwb_rw_id */
+	u8 copy;
+	u8 percpu;
+};
+
+/* what one measurement produced */
+struct qrwb_res {
+	u64 ns;
+	u64 ops;
+	u64 reads;
+	u64 writes;
+	u64 viol;
+	unsigned long batch;
+	unsigned int order;
+	u64 pmu[QRWB_PMU_N];	/* summed over the threads */
+	unsigned int pmu_ok;	/* bit i: pmu[i] counted in every thread */
+};
+
+struct qrwb_job {
+	qrwb_loop_fn aloop;	/* atomics, or NULL */
+	qrwb_rwloop_fn rloop;	/* rwlock */
+	unsigned long batch;
+	bool percpu;
+	unsigned int nthreads;
+	u64 warm_ns;
+	u64 dur_ns;
+	atomic_t arrived ____cacheline_aligned;
+	int go;
+	u64 t_start;
+	u64 t_end;
+	atomic_t remaining ____cacheline_aligned;
+	unsigned long gen ____cacheline_aligned;
+};
+
+struct qrwb_worker {
+	struct task_struct *task;
+	unsigned int idx;
+	unsigned long seen;
+	struct qrwb_rwctx rw;
+	u64 ops;
+	u64 reads;
+	u64 writes;
+	u64 viol;
+	u64 t_first;
+	u64 t_last;
+	/* counters of this thread (NULL: none), read around each window */
+	struct perf_event *pev[QRWB_PMU_N];
+	char pmu_why[QRWB_PMU_N][QRWB_PMU_WHY];	/* why pev[i] is NULL */
+	struct qrwb_pmu_snap pmu0, pmu1;
+	u64 pmu_read_ns[2];	/* sums: reading them before, after the windows */
+} __aligned(QRWB_LINE);
+
+/*
+ * A workload for the one driver (qrwb_drive()): setup() allocates the
+ * rep's entries (qrwb_alloc_rep()) and calibrates; every round, fill()
+ * writes the entries, which the driver shuffles (in paired blocks when
+ * block is set, else as one block); for each entry, prep() sets up the
+ * job (cxt.job's loop, batch and placement, and whatever the threads
+ * need), which the driver then runs.
+ */
+struct qrwb_workload {
+	int (*setup)(void);
+	void (*fill)(struct qrwb_ent *e);
+	const unsigned int *block;	/* entry id -> block, or NULL */
+	void (*prep)(const struct qrwb_ent *e, unsigned int rep);
+};
+
+/* the run's context: everything the module keeps between calls */
+struct qrwb_cxt {
+	struct qrwb_cfg cfg;		/* parameters, as given or defaulted */
+	enum qrwb_workload_id workload;
+	enum qrwb_place_id placement;
+	enum qrwb_impl_id impl;
+	unsigned int nthreads;
+	u64 seed;
+	u64 rng;		/* splitmix64 state of the run order */
+	u64 clock_ps;		/* cost of one ktime_get_ns() */
+	/*
+	 * PMU state, fixed before the first job: counter i is read and
+	 * reported only when every thread has it (pmu_on[i]); otherwise
+	 * pmu_why[i] says why not (the begin record's pmu.why). Near the
+	 * top: the measurement reads them (arm64 addresses them from the
+	 * context's base, in one instruction while under 4 KiB from it).
+	 */
+	bool pmu_on[QRWB_PMU_N];
+	bool pmu_any;
+
+	/* the harness: the job, its threads and the memory they work on */
+	struct qrwb_job job;
+	struct qrwb_worker workers[QRWB_MAX_THREADS];
+	/* slot 0: shared by all threads; slot 1 + t: thread t's own */
+	struct qrwb_slot slots[QRWB_MAX_THREADS + 1];
+	struct completion run_done;
+	int run_ret;
+	int quit;
+	u64 sum_window_ns, sum_job_ns, njobs;
+	u64 sum_start_ns, sum_tail_ns, sum_wake_ns;
+
+	/* PMU state, fixed before the first job (more below) */
+	atomic_t pmu_ready;
+	char pmu_why[QRWB_PMU_N][QRWB_PMU_WHY];
+	u64 pmu_read_ns;
+	/* results whose counter i was omitted, and the first reason */
+	u64 pmu_omitted[QRWB_PMU_N];
+	char pmu_omit_why[QRWB_PMU_N][QRWB_PMU_WHY];
+
+	/* atomics: the ops selected, their batches and paired blocks */
+	bool op_selected[QRWB_NOPS];
+	unsigned long op_batch[QRWB_NOPS];
+	/* each op id's block: the first op id of the same op name */
+	unsigned int op_block[QRWB_NOPS];
+	/* rwlock: cfg.nlocks locks, one batch for every implementation */
+	struct qrwb_lockbox *boxes;
+	unsigned long rw_batch;
+
+	/* per rep: entries, results, per-thread counts [entry][thread] */
+	struct qrwb_ent *ents;
+	struct qrwb_res *res;
+	u64 *pt_ops, *pt_reads, *pt_writes;
+	unsigned int nents;
+
+	/* output: the records, as /proc/qrwbench shows them */
+	struct qrwb_out {
+		char *buf;
+		size_t len;
+		size_t cap;
+		u32 crc;
+		unsigned int nrec;
+	} out;
+	/* the record being written */
+	char rec[QRWB_MAX_JSON + 256];
+	size_t rec_len;
+	bool rec_first;
+	bool rec_overflow;
+	struct proc_dir_entry *proc;
+};
+
+extern struct qrwb_cxt qrwb_cxt;
+
+/* qrwb_params.c */
+int qrwb_parse(void);
+void qrwb_emit_params(void);
+
+/* qrwb_rec.c */
+const char *qrwb_kernel_variant(void);
+void qrwb_rec_add(const char *fmt, ...) __printf(1, 2);
+void qrwb_key(const char *key);
+void qrwb_kstr(const char *key, const char *val);
+void qrwb_ku64(const char *key, u64 val);
+void qrwb_rec_start(const char *type);
+int qrwb_rec_emit(bool count);
+int qrwb_emit_begin(void);
+int qrwb_emit_end(void);
+int qrwb_emit_rep(unsigned int rep);
+extern const struct proc_ops qrwb_proc_ops;
+
+/* qrwb_pmu.c */
+extern const char * const qrwb_pmu_key[QRWB_PMU_N];
+void qrwb_pmu_open(struct qrwb_worker *w);
+void qrwb_pmu_close(struct qrwb_worker *w);
+void qrwb_pmu_settle(void);
+void qrwb_pmu_collect(struct qrwb_res *r);
+void qrwb_pmu_report(void);
+
+/*
+ * Read this thread's counters; at the start of a window (rev) the cycle
+ * counter last, at its end first, so that it counts the least of the
+ * other counter's read. Only counters every thread has, unless probing.
+ */
+static inline void qrwb_pmu_read(struct qrwb_worker *w,
+				 struct qrwb_pmu_snap *snap, bool rev,
+				 bool probe)
+{
+	unsigned int k, i;
+
+	for (k = 0; k < QRWB_PMU_N; k++) {
+		i = rev ? QRWB_PMU_N - 1 - k : k;
+		if (w->pev[i] && (probe || qrwb_cxt.pmu_on[i]))
+			snap->val[i] = perf_event_read_value(w->pev[i],
+							     &snap->enabled[i],
+							     &snap->running[i]);
+	}
+}
+
+/* qrwb_harness.c */
+u64 qrwb_splitmix(u64 *state);
+int qrwb_start_workers(void);
+void qrwb_stop_workers(void);
+u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
+		 qrwb_rwloop_fn rloop, struct qrwb_rwctx *c);
+unsigned long qrwb_batch_for(u64 cost_ps);
+int qrwb_alloc_rep(unsigned int nents, bool rw);
+void qrwb_free_rep(void);
+
+/* qrwb_atomics.c */
+struct qrwb_op_desc {
+	const char *name;	/* the op, e.g. atomic_add_return */
+	const char *ord;	/* its ordering: full, acquire, release, relaxed */
+};
+
+extern const struct qrwb_op_desc qrwb_op_desc[QRWB_NOPS];
+extern const struct qrwb_workload qrwb_atomics;
+void qrwb_init_op_blocks(void);
+
+/* qrwb_rwlock.c */
+extern const char * const qrwb_rw_variant[QRWB_RW_N];
+extern const struct qrwb_workload qrwb_rwlock;
+
+#endif /* QRWB_INTERNAL_H */

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qrwbench workload=rwlock: the no-lock harness, the kernel's rwlock_t and
+ * the module's qrwlock copies (as impl= selects), on cfg.nlocks locks,
+ * measured by the one driver as one block per rep. The loops are one
+ * template (qrwb_lock_tmpl.h), instantiated per lock implementation.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/overflow.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+
+#include "qrwb_internal.h"
+
+const char * const qrwb_rw_variant[QRWB_RW_N] = {
+	[QRWB_RW_FULL_C0]	= "full",
+	[QRWB_RW_ACQREL_C0]	= "acqrel",
+	[QRWB_RW_ACQREL_C1]	= "acqrel",
+	[QRWB_RW_RELAXED_C0]	= "relaxed",
+};
+
+static qrwb_rwloop_fn qrwb_rwloop(unsigned int id)
+{
+	switch (id) {
+	case QRWB_RW_NONE:
+		return qrwb_rwloop_none;
+	case QRWB_RW_KERNEL:
+		return qrwb_rwloop_kernel;
+	case QRWB_RW_FULL_C0:
+		return qrwb_rwloop_full_c0;
+	case QRWB_RW_ACQREL_C0:
+		return qrwb_rwloop_acqrel_c0;
+	case QRWB_RW_ACQREL_C1:
+		return qrwb_cxt.cfg.aa_inject_mb ? qrwb_rwloop_acqrel_c1mb :
+		       qrwb_rwloop_acqrel_c1;
+	default:
+		return qrwb_rwloop_relaxed_c0;
+	}
+}
+
+/* the entries' ids (impl=): the no-lock harness first; their count */
+static unsigned int qrwb_rw_ids(unsigned int *ids)
+{
+	unsigned int nids = 0;
+
+	ids[nids++] = QRWB_RW_NONE;
+	if (qrwb_cxt.impl != QRWB_IMPL_MODULE)
+		ids[nids++] = QRWB_RW_KERNEL;
+	if (qrwb_cxt.impl != QRWB_IMPL_KERNEL) {
+		ids[nids++] = QRWB_RW_FULL_C0;
+		ids[nids++] = QRWB_RW_ACQREL_C0;
+		ids[nids++] = QRWB_RW_ACQREL_C1;
+		ids[nids++] = QRWB_RW_RELAXED_C0;
+	}
+	return nids;
+}
+
+static void qrwb_reset_locks(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < qrwb_cxt.cfg.nlocks; i++) {
+		struct qrwb_lockbox *b = &qrwb_cxt.boxes[i];
+
+		memset(b, 0, sizeof(*b));
+		rwlock_init(&b->klock);
+		b->mlock = (arch_rwlock_t)__ARCH_RW_LOCK_UNLOCKED;
+		atomic_set(&b->chk.writers, 0);
+		atomic_set(&b->chk.readers, 0);
+	}
+}
+
+static unsigned int qrwb_wthresh(unsigned int t)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+
+	if (cfg->nreaders || cfg->nwriters)
+		return t < cfg->nwriters ? 100 : 0;
+	return cfg->write_pct;
+}
+
+/* per-thread state; the seeds depend on (seed, rep, thread) only, so
+ * every implementation in a rep sees the same read/write sequences
+ */
+static void qrwb_setup_rwctx(struct qrwb_rwctx *c, unsigned int t,
+			     unsigned int rep, unsigned int nlocks)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+	u64 st = qrwb_cxt.seed ^ ((u64)rep << 32) ^ ((u64)t << 16) ^ 0x5152574252ULL;
+
+	memset(c, 0, sizeof(*c));
+	c->box = &qrwb_cxt.boxes[t % nlocks];
+	c->rng = qrwb_splitmix(&st) | 1;
+	c->wthresh = qrwb_wthresh(t);
+	c->cs_work = cfg->cs_work;
+	c->think_work = cfg->think_work;
+	c->cs_lines = cfg->cs_lines;
+	c->check = cfg->check_exclusion;
+}
+
+static unsigned long qrwb_calibrate_rwlock(const unsigned int *ids,
+					   unsigned int nids)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+	struct qrwb_rwctx c;
+	u64 cost = U64_MAX, none;
+	unsigned long b;
+	unsigned int i;
+
+	qrwb_reset_locks();
+	qrwb_setup_rwctx(&c, 0, 0, 1);
+	none = qrwb_cost_ps(NULL, NULL, qrwb_rwloop(QRWB_RW_NONE), &c);
+	for (i = 0; i < nids; i++) {
+		if (ids[i] == QRWB_RW_NONE)
+			continue;
+		qrwb_setup_rwctx(&c, 0, 0, 1);
+		cost = min(cost, qrwb_cost_ps(NULL, NULL, qrwb_rwloop(ids[i]), &c));
+	}
+	b = cfg->batch ? (unsigned long)cfg->batch : qrwb_batch_for(cost);
+	pr_info("clock read %llu ps; uncontended iteration %llu ps, harness %llu ps; batch %lu%s\n",
+		qrwb_cxt.clock_ps, cost, none, b, cfg->batch ? " (batch= given)" : "");
+	return b;
+}
+
+static int qrwb_setup_rwlock(void)
+{
+	unsigned int ids[QRWB_RW_N], nids;
+	int ret;
+
+	nids = qrwb_rw_ids(ids);
+	qrwb_cxt.boxes = vzalloc(array_size(qrwb_cxt.cfg.nlocks,
+					    sizeof(*qrwb_cxt.boxes)));
+	if (!qrwb_cxt.boxes)
+		return -ENOMEM;
+	ret = qrwb_alloc_rep(nids, true);
+	if (ret)
+		return ret;
+	qrwb_cxt.rw_batch = qrwb_calibrate_rwlock(ids, nids);
+	return 0;
+}
+
+static void qrwb_fill_rwlock(struct qrwb_ent *e)
+{
+	unsigned int ids[QRWB_RW_N], nids, k;
+
+	nids = qrwb_rw_ids(ids);
+	for (k = 0; k < nids; k++) {
+		e[k].id = ids[k];
+		e[k].copy = ids[k] == QRWB_RW_ACQREL_C1;
+		e[k].percpu = 0;
+	}
+}
+
+/* fresh locks, and every thread's PRNG seeded for (seed, rep, thread) */
+static void qrwb_prep_rwlock(const struct qrwb_ent *e, unsigned int rep)
+{
+	unsigned int t;
+
+	qrwb_reset_locks();
+	for (t = 0; t < qrwb_cxt.nthreads; t++)
+		qrwb_setup_rwctx(&qrwb_cxt.workers[t].rw, t, rep,
+				 qrwb_cxt.cfg.nlocks);
+	qrwb_cxt.job.aloop = NULL;
+	qrwb_cxt.job.rloop = qrwb_rwloop(e->id);
+	qrwb_cxt.job.batch = qrwb_cxt.rw_batch;
+	qrwb_cxt.job.percpu = false;
+}
+
+const struct qrwb_workload qrwb_rwlock = {
+	.setup	= qrwb_setup_rwlock,
+	.fill	= qrwb_fill_rwlock,
+	.block	= NULL,		/* the entries of a rep are one block */
+	.prep	= qrwb_prep_rwlock,
+};
