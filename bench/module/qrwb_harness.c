@@ -24,7 +24,7 @@
 
 /* batch calibration: clock reads cost at most 1/QRWB_CLOCK_SHARE of a batch */
 #define QRWB_CLOCK_SHARE	200
-#define QRWB_MIN_BATCH		16UL
+#define QRWB_MIN_BATCH		32UL
 #define QRWB_MAX_BATCH		((unsigned long)SZ_16M)
 #define QRWB_CAL_NS		(200 * NSEC_PER_USEC)
 

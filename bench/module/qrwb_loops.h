@@ -35,7 +35,7 @@
 		QRWB_BODY(stmt); QRWB_BODY(stmt);			\
 	} while (0)
 
-/* QRWB_UNROLL (16) ops per iteration; n is a multiple of it */
+/* QRWB_UNROLL (32) ops per iteration; n is a multiple of it */
 #define QRWB_OP(op, ord, stmt)						\
 static noinline __aligned(QRWB_LOOP_ALIGN) void				\
 QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(struct qrwb_slot *s,	\
@@ -47,15 +47,15 @@ QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(struct qrwb_slot *s,	\
 	long acc = 0;							\
 									\
 	while (i < n) {							\
-		QRWB_BODY4(stmt);					\
-		QRWB_BODY4(stmt);					\
-		QRWB_BODY4(stmt);					\
-		QRWB_BODY4(stmt);					\
+		QRWB_BODY4(stmt); QRWB_BODY4(stmt);			\
+		QRWB_BODY4(stmt); QRWB_BODY4(stmt);			\
+		QRWB_BODY4(stmt); QRWB_BODY4(stmt);			\
+		QRWB_BODY4(stmt); QRWB_BODY4(stmt);			\
 	}								\
 	WRITE_ONCE(s->sink, acc + o32 + (long)o64);			\
 }
-#if QRWB_UNROLL != 16
-#error "the loop body above writes the op 16 times: keep it equal to QRWB_UNROLL"
+#if QRWB_UNROLL != 32
+#error "the loop body above writes the op 32 times: keep it equal to QRWB_UNROLL"
 #endif
 #include "qrwb_ops.def"
 #undef QRWB_OP

@@ -37,7 +37,7 @@ typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
  * increment, compare and branch; under TCG a translation-block exit per
  * iteration) is paid once per QRWB_UNROLL ops. n must be a multiple of it.
  */
-#define QRWB_UNROLL		16
+#define QRWB_UNROLL		32
 
 /*
  * Alignment of every timed atomics loop: a power of two at least as large
@@ -45,7 +45,7 @@ typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
  * loop that crosses a page ran 2-4x slower than its identical twin: QEMU
  * chains translated blocks directly only within a page).
  */
-#define QRWB_LOOP_ALIGN		2048
+#define QRWB_LOOP_ALIGN		4096
 
 enum qrwb_op_id {
 #define QRWB_OP(op, ord, stmt) QRWB_ID_##op##_##ord,

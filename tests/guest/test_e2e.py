@@ -54,6 +54,21 @@ def test_atomics_short_run_is_complete_and_sane(tmp_path, arch, cpu):
     assert "-nic" in prov["qemu_cmd"] and "none" in prov["qemu_cmd"]
 
 
+def test_a_given_batch_is_a_multiple_of_the_loop_unroll(tmp_path):
+    """An atomics loop runs targets.loop_unroll() ops per iteration: a
+    batch= that is not a multiple of it is rounded up, and the ops counted
+    are whole batches of it (the record says the batch that ran)."""
+    u = targets.loop_unroll()
+    c = cell("x86_64", "acqrel", "atomics", vcpus=1, ops="atomic_add_return", reps=1,
+             duration_ms=2, batch=3 * u + 1)
+    st, d, p = boot(tmp_path, c, timeout=60)
+    assert st["status"] == "ok", st
+    assert p.results
+    for r in p.results:
+        assert r["batch"] == 4 * u, r
+        assert r["ops"] % (4 * u) == 0, r
+
+
 @pytest.mark.parametrize("arch,cpu", [("x86_64", "max"), ("arm64", "cortex-a57")])
 @pytest.mark.parametrize("variant", ["acqrel", "full"])
 def test_rwlock_exclusion_holds_for_correct_orderings(tmp_path, arch, cpu, variant):

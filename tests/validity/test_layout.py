@@ -39,8 +39,8 @@ def test_alignment_check_reads_real_addresses():
 # loop that crosses a 4 KiB page runs 2-4x slower than its identical copy that
 # does not (QEMU chains translation blocks directly only within a page).
 # 64-byte alignment did not prevent that; the module now aligns the atomics
-# loops to QRWB_LOOP_ALIGN, 2048 bytes (16 ops per iteration: at most 1172
-# bytes on arm64, 736 on x86_64), and the rwlock loops to 1024 (~960).
+# loops to QRWB_LOOP_ALIGN, 4096 bytes (32 ops per iteration: at most 2292
+# bytes on arm64, 1424 on x86_64), and the rwlock loops to 1024 (~960).
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
 def test_no_timed_loop_crosses_a_page(arch):
     kernel_dir(arch, "acqrel")
