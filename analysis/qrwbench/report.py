@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, history, litmus, matrix, outputs, planner, plots, stats, store, tables
+from . import codeid, gitutil, harness, history, litmus, matrix, outputs, planner, plots, stats, store, tables
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -290,6 +290,24 @@ def _overhead_table(samples) -> tables.Table:
                         "the no-lock loop; included in every figure, not subtracted)")
 
 
+def _op_cost_table(samples) -> tables.Table:
+    """Atomics: ns per op raw and less the harness (harness.op_costs)."""
+    rows = []
+    for c in harness.op_costs(samples):
+        lo, hi = c.ns_ci
+        slo, shi = c.share_ci
+        has = c.share is not None and c.share.judged
+        rows.append([c.cell.label(), c.variant, str(c.ns.n_boots[0]),
+                     f"{c.ns_per_op:.3f} [{lo:.3f}, {hi:.3f}]",
+                     f"{c.less_harness:.3f}" if has else "-",
+                     f"{100 * c.harness_share:.1f} % [{100 * slo:.1f}, {100 * shi:.1f}]" if has
+                     else ("(the harness)" if (c.cell.op, c.variant) == harness.EMPTY else "-")])
+    return tables.Table(["cell", "variant", "boots", "ns/op [95% CI]", "ns/op less the harness",
+                         "harness share [95% CI]"], rows,
+                        "Atomics: ns per op and thread (copy 0), raw and less the harness (the "
+                        "empty op in the same blocks; geometric mean over boots)")
+
+
 PERF_COLUMNS = (("task-clock", "task-clock ms"), ("context-switches", "context switches"),
                 ("cpu-migrations", "CPU migrations"), ("cycles", "cycles"),
                 ("instructions", "instructions"))
@@ -479,7 +497,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     pmu_table = _pmu_table(a.selection)
     sweep_table = _sweep_table(a.selection.samples)
     overhead_table = _overhead_table(a.selection.samples)
-    parts = [_aa_table(a.aa), _noise_table(a.noise), overhead_table, sweep_table,
+    op_cost_table = _op_cost_table(a.selection.samples)
+    parts = [_aa_table(a.aa), _noise_table(a.noise), overhead_table, op_cost_table, sweep_table,
              _rw_table(a.selection.samples),
              _fair_table(a.fair), perf_table, pmu_table, _provenance_table(a.selection)]
     extra = [t for t in (_skipped_table(a.cset), _failed_table(a.selection)) if t.rows]
@@ -538,7 +557,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     if change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in change_lines] + [""]
     md += [_noise_table(a.noise).markdown(), ""]
-    for t in (overhead_table, sweep_table, perf_table, pmu_table):
+    for t in (overhead_table, op_cost_table, sweep_table, perf_table, pmu_table):
         if t.rows:
             md += [t.markdown(), ""]
     md += [_canary_md(a.canaries), ""]

@@ -71,6 +71,7 @@ def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
         assert "faster by" in text and "slower by" in text and "equivalent within +-" in text
         assert "comparisons: " in text and "judged of" in text and "calibration: A/A" in text
         assert tables.IDENTICAL not in text
+        assert "Atomics: ns per op and thread (copy 0), raw and less the harness" in text
     assert "a1-broken" in html and "no end marker" in html
     assert "overcommitted" in html
     assert "kernel builds vs in-module copies" in html
