@@ -436,6 +436,11 @@ def _expected(op: str, ordering: str, arch: str, path: str) -> str:
             "release": "ldxr + stlxr", "relaxed": "ldxr + stxr"}[ordering]
 
 
+# arm64 acquire/release accesses: (the instruction they need, the one that
+# would order more than named)
+_ACCESS_OPS = {"smp_load_acquire": ("ldar", "stlr"), "smp_store_release": ("stlr", "ldar")}
+
+
 def check_promise(arch: str, op: str, ordering: str, rec: dict) -> list[dict]:
     """Findings where the loop of ``op``/``ordering`` does not compile to what
     its name promises: ``kind`` 'weaker' (a missing acquire/release/barrier:
@@ -464,62 +469,42 @@ def check_promise(arch: str, op: str, ordering: str, rec: dict) -> list[dict]:
         return out
     for path, p in rec.get("paths", {"all": rec}).items():
         s = arm64_semantics(p["order"])
-        got = " ".join(p["order"]) or "(none)"
         if op == "empty":
-            if p["order"]:
-                bad("stronger", path, got)
-            continue
-        if op == "smp_mb":
-            if not s["dmb_full"]:
-                bad("weaker", path, got)
-            continue
-        if op == "smp_load_acquire":
-            if not s["ldar"]:
-                bad("weaker", path, got)
-            elif s["dmb_full"] or s["stlr"]:
-                bad("stronger", path, got)
-            continue
-        if op == "smp_store_release":
-            if not s["stlr"]:
-                bad("weaker", path, got)
-            elif s["dmb_full"] or s["ldar"]:
-                bad("stronger", path, got)
-            continue
-        want = _WANT_SUFFIX.get(ordering)
-        if want is None:
-            bad("missing", path, got)
-            continue
-        if path == "lse":
-            if not s["lse"]:
-                bad("missing", path, got)
-                continue
-            have = set(s["lse_suffixes"])
-            acq = have & {"a", "al"} or s["ldar"]
-            rel = have & {"l", "al"} or s["stlr"]
-            need_acq, need_rel = want in ("a", "al"), want in ("l", "al")
-            if (need_acq and not acq) or (need_rel and not rel):
-                bad("weaker", path, got)
-            elif have != {want} or s["dmb_full"]:
-                bad("stronger", path, got)
+            kind = "stronger" if p["order"] else None
+        elif op == "smp_mb":
+            kind = None if s["dmb_full"] else "weaker"
+        elif op in _ACCESS_OPS:
+            need, more = _ACCESS_OPS[op]
+            kind = "weaker" if not s[need] else "stronger" if s["dmb_full"] or s[more] else None
         else:
-            if not ((s["ldxr"] or s["ldaxr"]) and (s["stxr"] or s["stlxr"])):
-                bad("missing", path, got)
-                continue
-            acq, rel, mb = s["ldaxr"] or s["ldar"], s["stlxr"] or s["stlr"], s["dmb_full"] > 0
-            if ordering == "full":
-                ok_weak = rel and mb
-                stronger = s["ldaxr"]
-            elif ordering == "acquire":
-                ok_weak, stronger = acq, rel or mb
-            elif ordering == "release":
-                ok_weak, stronger = rel, acq or mb
-            else:
-                ok_weak, stronger = True, acq or rel or mb
-            if not ok_weak:
-                bad("weaker", path, got)
-            elif stronger:
-                bad("stronger", path, got)
+            kind = _arm64_rmw_kind(path, ordering, s)
+        if kind:
+            bad(kind, path, " ".join(p["order"]) or "(none)")
     return out
+
+
+def _arm64_rmw_kind(path: str, ordering: str, s: dict) -> str | None:
+    """How an arm64 RMW atomic's path (``s``: arm64_semantics) breaks the
+    promise of ``ordering``: 'missing', 'weaker', 'stronger', or None."""
+    want = _WANT_SUFFIX.get(ordering)
+    if want is None:
+        return "missing"
+    if path == "lse":
+        if not s["lse"]:
+            return "missing"
+        have = set(s["lse_suffixes"])
+        acq = have & {"a", "al"} or s["ldar"]
+        rel = have & {"l", "al"} or s["stlr"]
+        if (want in ("a", "al") and not acq) or (want in ("l", "al") and not rel):
+            return "weaker"
+        return "stronger" if have != {want} or s["dmb_full"] else None
+    if not ((s["ldxr"] or s["ldaxr"]) and (s["stxr"] or s["stlxr"])):
+        return "missing"
+    acq, rel, mb = s["ldaxr"] or s["ldar"], s["stlxr"] or s["stlr"], s["dmb_full"] > 0
+    ok_weak, stronger = {"full": (rel and mb, s["ldaxr"]),
+                         "acquire": (acq, rel or mb),
+                         "release": (rel, acq or mb)}.get(ordering, (True, acq or rel or mb))
+    return "weaker" if not ok_weak else "stronger" if stronger else None
 
 
 def _full_barriers(arch: str, rec: dict, path: str | None = None) -> int:
@@ -793,15 +778,14 @@ def format_table(audits: list[dict], mods: list[dict] | None = None,
         for f in m["findings"]:
             if f["kind"] != "stronger":
                 lines.append(f"  FINDING {f['kind']}: {f['text']}")
-    for e in identical or ():
-        lines.append(f"IDENTICAL CODE: {e['arch']} {e.get('impl', '')} {e.get('op', e.get('workload', ''))}: "
-                     f"{', '.join(e['variants'])}: any difference is noise")
+    lines += [f"IDENTICAL CODE: {e['arch']} {e.get('impl', '')} {e.get('op', e.get('workload', ''))}: "
+              f"{', '.join(e['variants'])}: any difference is noise" for e in identical or ()]
     return "\n".join(lines)
 
 
 def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench audit`` (the parser is cli's)."""
-    ap.add_argument("--out", default=str(TOP / "build" / "audit"))
+    outputs.add_out_option(ap, "audit")
     ap.add_argument("--no-modules", action="store_true", help="kernels only")
     ap.add_argument("kernels", nargs="*", help="kernel build directories (default: every built one)")
 

@@ -81,6 +81,17 @@ def _strs(obj, key, where, required=False):
         raise QrwbenchError(f"{where}: {key!r} must be a non-empty string")
 
 
+def _check_entry(e, where, required, optional) -> None:
+    """One entry of an audit list: an object whose ``required`` keys are
+    non-empty strings and whose ``optional`` ones, where present, too."""
+    if not isinstance(e, dict):
+        raise QrwbenchError(f"{where} is not an object")
+    for k in required:
+        _strs(e, k, where, required=True)
+    for k in optional:
+        _strs(e, k, where)
+
+
 def _from_kernel_audit(obj: dict, path) -> dict:
     pairs = obj.get("identical", [])
     if not isinstance(pairs, list):
@@ -110,24 +121,16 @@ def load_audit(path) -> Audit:
     notes = obj.get("notes", [])
     if not isinstance(ident, list) or not isinstance(notes, list):
         raise QrwbenchError(f"audit file {path}: 'identical' and 'notes' must be lists")
-    for i, e in enumerate(ident):
-        where = f"audit file {path}: identical[{i}]"
-        if not isinstance(e, dict):
-            raise QrwbenchError(f"{where} is not an object")
-        _strs(e, "arch", where, required=True)
-        for k in ("impl", "op", "workload"):
-            _strs(e, k, where)
-        v = e.get("variants")
-        if not isinstance(v, list) or len(v) < 2 or not all(type(x) is str for x in v):
-            raise QrwbenchError(f"{where}: 'variants' must list at least two names")
-    for i, n in enumerate(notes):
-        where = f"audit file {path}: notes[{i}]"
-        if not isinstance(n, dict):
-            raise QrwbenchError(f"{where} is not an object")
-        _strs(n, "arch", where, required=True)
-        _strs(n, "text", where, required=True)
-        for k in ("impl", "op", "workload", "variant"):
-            _strs(n, k, where)
+    for key, items, required, optional in (
+            ("identical", ident, ("arch",), ("impl", "op", "workload")),
+            ("notes", notes, ("arch", "text"), ("impl", "op", "workload", "variant"))):
+        for i, e in enumerate(items):
+            where = f"audit file {path}: {key}[{i}]"
+            _check_entry(e, where, required, optional)
+            v = e.get("variants")
+            if key == "identical" and (not isinstance(v, list) or len(v) < 2
+                                       or not all(type(x) is str for x in v)):
+                raise QrwbenchError(f"{where}: 'variants' must list at least two names")
     return Audit(ident, notes, str(path))
 
 

@@ -41,11 +41,8 @@ from .targets import TOP, InputError
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
 LOCK_VARIANTS = ("full", "acqrel", "relaxed")        # the module's qrwlock copies (c0)
-_LAYOUT_RE = re.compile(r"qrwbench: layout: (\w+) at ([0-9a-f]+)")
 _INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s)")
 _HEX_RE = re.compile(r"\$0x([0-9a-f]+)")
-_PCREL_RE = re.compile(r"^((?:add|sub)_i(?:32|64) pc,pc,)\$0x[0-9a-f]+$")
-_ANNOT_RE = re.compile(r"\s*(?:sync: [\d ]+|dead: [\d ]+|pref=\S+)")
 
 
 @dataclass
@@ -84,6 +81,11 @@ def parse_log(text: str) -> list[TB]:
     return [t for t in tbs if t.pc >= 0]
 
 
+# a PC-relative jump (CF_PCREL) and QEMU's liveness annotations of an op
+_PCREL_RE = re.compile(r"^((?:add|sub)_i(?:32|64) pc,pc,)\$0x[0-9a-f]+$")
+_ANNOT_RE = re.compile(r"\s*(?:sync: [\d ]+|dead: [\d ]+|pref=\S+)")
+
+
 def normalize_ops(ops: list[str], start: int, end: int) -> tuple[str, ...]:
     """The ops that become host code, without what differs between identical
     translations: liveness annotations, TB exit pointers, and constants
@@ -110,6 +112,9 @@ def normalize_ops(ops: list[str], start: int, end: int) -> tuple[str, ...]:
             return "$PC" if start - (1 << 20) <= v <= end + (1 << 20) else m.group(0)
         out.append(_HEX_RE.sub(pc, op))
     return tuple(out)
+
+
+_LAYOUT_RE = re.compile(r"qrwbench: layout: (\w+) at ([0-9a-f]+)")
 
 
 def layout(console: str, ko: Path) -> dict[str, tuple[int, int]]:
@@ -281,7 +286,7 @@ def table(rows: list[dict]) -> str:
 
 def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench emuaudit`` (the parser is cli's)."""
-    ap.add_argument("--out", default=str(TOP / "build" / "emulator"))
+    outputs.add_out_option(ap, "emulator")
     ap.add_argument("--vcpus", default="1,2", help="comma-separated vCPU counts (default 1,2)")
 
 

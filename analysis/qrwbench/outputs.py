@@ -193,3 +193,13 @@ def fresh_dir(path, kind: str, what: str | None = None) -> Path:
     except OSError as exc:
         raise QrwbenchError(f"cannot create {p}: {exc.strerror or exc}") from None
     return p
+
+
+def add_out_option(ap, kind: str) -> None:
+    """The ``--out`` option of a command whose output directory is of
+    ``kind`` (default build/<kind> of the rig; only a directory of that kind
+    is ever replaced)."""
+    top = Path(__file__).resolve().parents[2]
+    ap.add_argument("--out", default=str(top / "build" / kind),
+                    help=f"output directory (default build/{kind}; replaced only if it is a "
+                         f"{kind} directory this rig wrote)")

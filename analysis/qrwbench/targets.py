@@ -170,21 +170,22 @@ def kernel_arches() -> list[str]:
 
 
 def check_arch(name: str) -> Arch:
-    if name not in kernel_arches():
-        raise InputError(f"unknown arch '{name}': valid are {', '.join(kernel_arches())}")
-    return ARCHES[name]
+    return ARCHES[one_of("arch", name, kernel_arches())]
+
+
+def one_of(kind: str, name: str, valid) -> str:
+    """``name`` if it is one of ``valid``, else the one-line error naming both."""
+    if name not in valid:
+        raise InputError(f"unknown {kind} '{name}': valid are {', '.join(valid)}")
+    return name
 
 
 def check_variant(name: str) -> str:
-    if name not in kernel_variants():
-        raise InputError(f"unknown variant '{name}': valid are {', '.join(kernel_variants())}")
-    return name
+    return one_of("variant", name, kernel_variants())
 
 
 def check_accel(name: str) -> str:
-    if name not in ACCELS:
-        raise InputError(f"unknown accel '{name}': valid are {', '.join(ACCELS)}")
-    return name
+    return one_of("accel", name, ACCELS)
 
 
 def check_cpu_model(arch: Arch, accel: str, model: str) -> str:
@@ -195,9 +196,7 @@ def check_cpu_model(arch: Arch, accel: str, model: str) -> str:
 
 
 def check_workload(name: str) -> str:
-    if name not in WORKLOADS:
-        raise InputError(f"unknown workload '{name}': valid are {', '.join(WORKLOADS)}")
-    return name
+    return one_of("workload", name, WORKLOADS)
 
 
 def host_cpus() -> int:

@@ -106,7 +106,7 @@ def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench torture`` (the parser is cli's)."""
     ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
     ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
-    ap.add_argument("--out", default=str(TOP / "build" / "torture"))
+    outputs.add_out_option(ap, "torture")
 
 
 def run(args) -> int:
