@@ -3,17 +3,27 @@ from pathlib import Path
 
 import pytest
 
+from qrwbench import targets
+
 TOP = Path(__file__).resolve().parents[1]
-BUILD = TOP / "build"
+BUILD = targets.BUILD
 
 
 def kernel_dir(arch: str, variant: str, built: bool = True) -> Path:
     """A kernel build directory that `make test` prepared; fail (not skip) when absent."""
-    d = BUILD / "kernels" / f"{arch}-{variant}"
+    d = targets.kernel_dir(arch, variant)
     stamp = d / (".qrwbench-built" if built else ".config")
     if not stamp.exists():
         pytest.fail(f"{d} is not {'built' if built else 'configured'}: run the tests through 'make test'")
     return d
+
+
+def module_ko(arch: str, variant: str) -> Path:
+    """The benchmark module `make test` built against that kernel; fail when absent."""
+    ko = targets.module_ko(arch, variant)
+    if not ko.exists():
+        pytest.fail(f"{ko} is not built: run the tests through 'make test'")
+    return ko
 
 
 @pytest.fixture

@@ -53,7 +53,6 @@ from collections import Counter
 from pathlib import Path
 
 from . import elfmini, outputs, targets
-from .targets import TOP
 
 # Kernel functions that hold qrwlock code. On arm64 without preemption the
 # _raw_* lock functions are inlined into their callers (ARCH_INLINE_*), so a
@@ -390,7 +389,23 @@ def audit_functions(dis: Disasm, names, lse: int | None = None) -> dict:
 
 _LSE_FORM = re.compile(r"^(ld(?:add|clr|eor|set|smax|smin|umax|umin)|st(?:add|clr|eor|set)|swp|casp?)"
                        r"(al|a|l)?([bh]?)$")
-_WANT_SUFFIX = {"full": "al", "acquire": "a", "release": "l", "relaxed": ""}
+
+
+def _want_suffix(ordering: str) -> str | None:
+    """The arm64 LSE suffix an ordering's promise needs (full: "al")."""
+    p = targets.ORDERING_PROMISE.get(ordering)
+    if p is None:
+        return None
+    return ("a" if p & {"acquire", "barrier"} else "") + ("l" if p & {"release", "barrier"} else "")
+
+
+def _want_llsc(ordering: str) -> str:
+    """What an ordering's promise compiles to with LL/SC (full: the barrier
+    after a store-release gives the acquire)."""
+    p = targets.ORDERING_PROMISE[ordering]
+    if "barrier" in p:
+        return "ldxr + stlxr + dmb ish"
+    return f"ld{'a' if 'acquire' in p else ''}xr + st{'l' if 'release' in p else ''}xr"
 
 
 def arm64_semantics(order: list[str]) -> dict:
@@ -429,11 +444,10 @@ def _expected(op: str, ordering: str, arch: str, path: str) -> str:
         return "ldar"
     if op == "smp_store_release":
         return "stlr"
-    suf = _WANT_SUFFIX[ordering]
+    suf = _want_suffix(ordering)
     if path == "lse":
         return f"LSE atomic with suffix '{suf}'" if suf else "LSE atomic without a/l suffix"
-    return {"full": "ldxr + stlxr + dmb ish", "acquire": "ldaxr + stxr",
-            "release": "ldxr + stlxr", "relaxed": "ldxr + stxr"}[ordering]
+    return _want_llsc(ordering)
 
 
 # arm64 acquire/release accesses: (the instruction they need, the one that
@@ -486,7 +500,7 @@ def check_promise(arch: str, op: str, ordering: str, rec: dict) -> list[dict]:
 def _arm64_rmw_kind(path: str, ordering: str, s: dict) -> str | None:
     """How an arm64 RMW atomic's path (``s``: arm64_semantics) breaks the
     promise of ``ordering``: 'missing', 'weaker', 'stronger', or None."""
-    want = _WANT_SUFFIX.get(ordering)
+    want = _want_suffix(ordering)
     if want is None:
         return "missing"
     if path == "lse":
@@ -501,9 +515,11 @@ def _arm64_rmw_kind(path: str, ordering: str, s: dict) -> str | None:
     if not ((s["ldxr"] or s["ldaxr"]) and (s["stxr"] or s["stlxr"])):
         return "missing"
     acq, rel, mb = s["ldaxr"] or s["ldar"], s["stlxr"] or s["stlr"], s["dmb_full"] > 0
-    ok_weak, stronger = {"full": (rel and mb, s["ldaxr"]),
-                         "acquire": (acq, rel or mb),
-                         "release": (rel, acq or mb)}.get(ordering, (True, acq or rel or mb))
+    p = targets.ORDERING_PROMISE[ordering]
+    # a full barrier after the store-release is the acquire of a full RMW
+    need_acq, need_rel, need_mb = "acquire" in p and "barrier" not in p, "release" in p, "barrier" in p
+    ok_weak = (acq or not need_acq) and (rel or not need_rel) and (mb or not need_mb)
+    stronger = (acq and not need_acq) or (rel and not need_rel) or (mb and not need_mb)
     return "weaker" if not ok_weak else "stronger" if stronger else None
 
 
@@ -702,7 +718,7 @@ def module_notes(mods: list[dict]) -> list[dict]:
                        "ordered) in this kernel, whatever the variant: 6.12's "
                        "__lse_atomic_sub_return##name calls the fully ordered "
                        "__lse_atomic_fetch_sub")
-                for impl in ("module", "kernel"):
+                for impl in targets.RESULT_IMPLS["rwlock"]:
                     notes.append({"arch": "arm64", "impl": impl, "workload": "rwlock", "text": txt})
     if any(m["arch"] == "x86_64" for m in mods):
         notes.append({"arch": "x86_64", "impl": "inline", "workload": "atomics",
@@ -710,11 +726,6 @@ def module_notes(mods: list[dict]) -> list[dict]:
                               "and _relaxed forms compile to the same locked instruction as the "
                               "fully ordered one"})
     return notes
-
-
-def kernel_dirs() -> list[Path]:
-    base = TOP / "build" / "kernels"
-    return sorted(p for p in base.glob("*-*") if (p / ".qrwbench-built").exists())
 
 
 def audit_kernel(kdir: Path) -> dict:
@@ -794,7 +805,7 @@ def run(args) -> int:
     """``python3 -m qrwbench audit``: an output directory that is not the
     audit's raises QrwbenchError (cli.main prints it; nothing is written)."""
     out = outputs.check(args.out, "audit")      # before any work
-    dirs = [Path(k) for k in args.kernels] or kernel_dirs()
+    dirs = [Path(k) for k in args.kernels] or targets.built_kernels()
     if not dirs:
         print("audit: no built kernels under build/kernels (run 'make kernels')", file=sys.stderr)
         return 1
@@ -806,7 +817,7 @@ def run(args) -> int:
     for i, d in enumerate(dirs, 1):
         print(f"audit: {i} of {len(dirs)}: {d.name}", file=sys.stderr)
         audits.append(audit_kernel(d))
-        ko = TOP / "build" / "modules" / d.name / "qrwbench.ko"
+        ko = targets.module_ko(*d.name.split("-", 1))
         if not args.no_modules and ko.exists():
             arch, variant = d.name.split("-", 1)
             print(f"audit: module {d.name}", file=sys.stderr)

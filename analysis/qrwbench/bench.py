@@ -30,24 +30,19 @@ from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
 from . import pin as pinmod
 from .targets import TOP, InputError
 
-RUNS = Path(os.environ.get("QRWB_RUNS", TOP / "build" / "runs"))
-
-
-def kernel_src(variant: str) -> Path:
-    """The tree the rig's own build of `variant` comes from."""
-    return TOP / "build" / "src" / ("linux-unpatched" if variant == "unpatched" else "linux")
+RUNS = Path(os.environ.get("QRWB_RUNS", targets.BUILD / "runs"))
 
 
 def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
     """(kernel image, initrd, kernel build dir, source tree) of a cell, checked to exist."""
-    kdir = TOP / "build" / "kernels" / f"{arch}-{variant}"
+    kdir = targets.kernel_dir(arch, variant)
     image = kdir / targets.ARCHES[arch].image
-    initrd = TOP / "build" / "initrd" / f"{arch}-{variant}.cpio"
+    initrd = targets.initrd(arch, variant)
     if not (kdir / ".qrwbench-built").exists() or not image.exists():
         raise InputError(f"kernel {arch}-{variant} is not built: run 'make kernel ARCH={arch} VARIANT={variant}'")
     if not initrd.exists():
         raise InputError(f"initramfs {initrd} is missing: run 'make guests'")
-    return image, initrd, kdir, kernel_src(variant)
+    return image, initrd, kdir, targets.kernel_src(variant)
 
 
 def cell_provenance(cell: matrix.Cell) -> dict:
@@ -222,7 +217,7 @@ def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
     def probe_boot():
         cell = matrix.Cell(arch, "kvm", targets.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
                            (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
-        d = TOP / "build" / f"kvm-probe-run-{arch}"
+        d = targets.BUILD / f"kvm-probe-run-{arch}"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
         tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
         return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")

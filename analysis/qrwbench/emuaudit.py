@@ -36,7 +36,7 @@ from pathlib import Path
 
 from . import bench, outputs, qemu, targets
 from .elfmini import Elf
-from .targets import TOP, InputError
+from .targets import InputError
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
@@ -253,7 +253,7 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
         d = out / "runs" / f"{arch}-{cpu}-{v}v-{wl}"
         log(f"[emulator audit {i}/{n}] {arch}/tcg/{cpu} {v}v {wl} (log: {d / 'tcg.log'})")
         console, text = boot_logged(arch, cpu, v, wl, d, extra=(extra or {}).get(wl))
-        ko = TOP / "build" / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
+        ko = targets.module_ko(arch, "acqrel")
         lay = layout(console, ko)
         tbs = parse_log(text)
         for r in audit_boot(tbs, lay, Elf(ko)):

@@ -32,7 +32,7 @@ from . import gitutil, matrix, targets
 from .errors import QrwbenchError
 from .targets import TOP
 
-DEFAULT_SRC = TOP / "build" / "src" / "linux"
+DEFAULT_SRC = targets.BUILD / "src" / "linux"
 CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
 # what a kernel tree must have for the rig to configure and build it
 KERNEL_FILES = ("Makefile", "kernel/Kconfig.locks", "scripts/kconfig/merge_config.sh")

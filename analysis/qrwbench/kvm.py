@@ -16,9 +16,10 @@ import os
 import platform
 from pathlib import Path
 
-from .targets import ARCHES, TOP
+from . import targets
+from .targets import ARCHES
 
-CACHE = TOP / "build" / "kvm-probe.json"
+CACHE = targets.BUILD / "kvm-probe.json"
 
 
 def static_check(arch: str = "x86_64") -> tuple[bool, str]:

@@ -71,7 +71,8 @@ def module_params() -> tuple[dict, set]:
 HOST_PARAMS = {"workload", "seed"}
 # Values of the string parameters other than ops (the module's
 # qrwb_params.def describes the same; the module checks them again).
-STR_CHOICES = {"placement": ("both", "shared", "percpu"), "impl": ("all", "kernel", "module")}
+STR_CHOICES = {"placement": ("both",) + targets.PLACEMENTS["atomics"],
+               "impl": ("all",) + targets.RESULT_IMPLS["rwlock"]}
 
 
 def op_names() -> list[str]:

@@ -33,15 +33,15 @@ MAX_JSON_BYTES = 4096
 MAX_LINE_BYTES = 16384          # any console line, record or not
 MAX_CONSOLE_BYTES = 64 << 20    # the whole log
 
-ARCHES = ("x86_64", "arm64")
-WORKLOADS = ("atomics", "rwlock", "hang", "litmus")
-IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module"),
-         "hang": ("inline", "kernel", "module")}
-VARIANTS = {"atomics": ("full", "acquire", "release", "relaxed"),
-            "rwlock": ("full", "acqrel", "relaxed"),
-            "hang": ("full", "acquire", "release", "relaxed", "acqrel")}
-PLACEMENTS = {"atomics": ("shared", "percpu"), "rwlock": ("shared",),
-              "hang": ("shared", "percpu")}
+ARCHES = tuple(targets.ARCHES)
+WORKLOADS = targets.WORKLOADS + targets.TEST_WORKLOADS + targets.MODULE_WORKLOADS
+# per workload what a result record may name (the test-only hang workload
+# prints none, so it may name anything either prints)
+IMPLS = dict(targets.RESULT_IMPLS)
+VARIANTS = {"atomics": targets.orderings(), "rwlock": targets.RWLOCK_VARIANTS}
+PLACEMENTS = dict(targets.PLACEMENTS)
+for _d in (IMPLS, VARIANTS, PLACEMENTS):
+    _d[targets.TEST_WORKLOADS[0]] = tuple(dict.fromkeys(x for w in targets.WORKLOADS for x in _d[w]))
 RWLOCK_PARAMS = ("write_pct", "nlocks", "cs_work", "think_work", "cs_lines")
 # in-kernel perf counters: begin.pmu says which the guest counted
 PMU_COUNTERS = ("cycles", "instructions")

@@ -27,11 +27,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import ktree, provenance, store
+from . import ktree, provenance, store, targets
 from .errors import QrwbenchError
-from .targets import TOP
 
-ROOT = TOP / "build"
+ROOT = targets.BUILD
 
 
 def commits(src: Path, frm: str, to: str) -> list[str]:

@@ -46,7 +46,7 @@ from . import effects, targets
 from .defaults import ALPHA, CORRECTIONS
 from .errors import QrwbenchError
 
-DEFAULT_BASELINES = {"rwlock": "acqrel", "atomics": "full"}
+DEFAULT_BASELINES = targets.BASELINES
 CONFIDENCE = 0.95
 POWER = 0.80
 N_RESAMPLES = 2000

@@ -17,6 +17,34 @@ from .errors import QrwbenchError
 
 TOP = Path(__file__).resolve().parents[2]
 CONFIGS = TOP / "kernel" / "configs"
+BUILD = TOP / "build"       # everything the rig builds and runs (make clean removes parts)
+
+
+# ------------------------------------------------------------ build paths
+
+def kernel_dir(arch: str, variant: str) -> Path:
+    """The kernel build directory of ``arch``-``variant`` (kernel/scripts/build-kernel.sh)."""
+    return BUILD / "kernels" / f"{arch}-{variant}"
+
+
+def module_ko(arch: str, variant: str) -> Path:
+    """The benchmark module built against it (bench/build-module.sh)."""
+    return BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
+
+
+def initrd(arch: str, variant: str) -> Path:
+    """Its initramfs (guest/mkinitrd.sh)."""
+    return BUILD / "initrd" / f"{arch}-{variant}.cpio"
+
+
+def kernel_src(variant: str) -> Path:
+    """The tree the rig's own build of ``variant`` comes from (kernel/scripts/prepare-tree.sh)."""
+    return BUILD / "src" / ("linux-unpatched" if variant == "unpatched" else "linux")
+
+
+def built_kernels() -> list[Path]:
+    """Every finished kernel build directory."""
+    return sorted(p for p in (BUILD / "kernels").glob("*-*") if (p / ".qrwbench-built").exists())
 
 
 # Bad user input: one type for the whole package (see errors.py).
@@ -103,6 +131,33 @@ def op_orderings() -> dict[str, tuple[str, ...]]:
     for op, o, _stmt in op_rows():
         out.setdefault(op, []).append(o)
     return {k: tuple(v) for k, v in out.items()}
+
+
+# What an ordering's name promises, after the kernel's atomic_t naming (no
+# suffix: fully ordered, _acquire, _release, _relaxed): an acquire, a release,
+# a full barrier. The audit checks compiled code against it.
+ORDERING_PROMISE = {"full": frozenset({"acquire", "release", "barrier"}),
+                    "acquire": frozenset({"acquire"}), "release": frozenset({"release"}),
+                    "relaxed": frozenset()}
+# Variants from the most to the least ordered (plots and tables list them so):
+# the kernel variants (kernel/configs/variant-*.config) and the orderings.
+VARIANT_ORDER = ("allfull", "full", "acqrel", "acquire", "release", "relaxed", "unpatched")
+# The baseline each workload's variants are compared with.
+BASELINES = {"rwlock": "acqrel", "atomics": "full"}
+# Workloads of the module that are not matrix workloads (make torture's canaries).
+MODULE_WORKLOADS = ("litmus",)
+# What the module's result records name, per workload (docs/records.md):
+# impl (atomics: the inline loops; rwlock: the kernel's rwlock_t or the
+# module's qrwlock copies), the module copies' orderings, and placements.
+RESULT_IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module")}
+RWLOCK_VARIANTS = ("full", "acqrel", "relaxed")
+PLACEMENTS = {"atomics": ("shared", "percpu"), "rwlock": ("shared",)}
+
+
+def orderings() -> tuple[str, ...]:
+    """Every ordering an atomics op has, in table order (full, acquire,
+    release, relaxed): the variants of the atomics workload."""
+    return tuple(dict.fromkeys(o for _op, o, _stmt in op_rows()))
 
 
 MODULE_H = TOP / "bench" / "module" / "qrwbench.h"
@@ -216,7 +271,7 @@ def host_cpu_model() -> str:
 
 def nr_cpus(arch: str, variant: str) -> int | None:
     """CONFIG_NR_CPUS of a built kernel, or None when it is not configured."""
-    cfg = TOP / "build" / "kernels" / f"{arch}-{variant}" / ".config"
+    cfg = kernel_dir(arch, variant) / ".config"
     try:
         for line in cfg.read_text().splitlines():
             if line.startswith("CONFIG_NR_CPUS="):
