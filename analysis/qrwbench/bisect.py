@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 
 
-from . import ktree, store, targets
+from . import gitutil, ktree, store, targets
 from .errors import QrwbenchError
 from .targets import TOP
 
@@ -262,7 +262,7 @@ def prepare(good: str, bad: str, cell_text: str, kernel_src=None, *, db=None, bo
     bsha = ktree.resolve(src, bad, "BAD")
     if gsha == bsha:
         raise QrwbenchError(f"GOOD and BAD are the same commit {gsha[:12]}")
-    if subprocess.run(["git", "-C", str(src), "merge-base", "--is-ancestor", gsha, bsha]).returncode != 0:
+    if not gitutil.ok(src, "merge-base", "--is-ancestor", gsha, bsha):
         raise QrwbenchError(f"GOOD {good} ({gsha[:12]}) is not an ancestor of BAD {bad} ({bsha[:12]}) in {src}")
     for sha, what in ((gsha, "GOOD"), (bsha, "BAD")):
         try:
@@ -322,12 +322,9 @@ def _run(state, cell, wd, t0) -> dict:
         raise QrwbenchError(f"BAD {state['bad'][:12]} is not judged slower than GOOD "
                             f"{state['good'][:12]} ({'unstable samples' if code == SKIP else 'no regression'}): "
                             "nothing to bisect")
-    git = ["git", "-C", str(wd.linux)]
-    subprocess.run([*git, "bisect", "reset", "--quiet"], capture_output=True)
-    r = subprocess.run([*git, "bisect", "start", state["bad"], state["good"]],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        raise QrwbenchError(f"git bisect start failed: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+    git = gitutil.argv(wd.linux)
+    gitutil.soft(wd.linux, "bisect", "reset", "--quiet")
+    gitutil.git(wd.linux, "bisect", "start", state["bad"], state["good"])
     env = dict(os.environ, QRWB_BISECT_STATE=str(state_file), PYTHONPATH=str(TOP / "analysis"))
     proc = subprocess.Popen([*git, "bisect", "run", str(RUNNER), str(state_file)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -23,6 +23,37 @@ def git(repo, *args: str, timeout: float = 60) -> str:
     return res.stdout
 
 
+def argv(repo, *args: str) -> list[str]:
+    """The command line of ``git -C repo args`` (for a process that streams)."""
+    return ["git", "-C", str(repo), *args]
+
+
+def soft(repo, *args: str) -> str:
+    """``git -C repo args``'s output, or "" when it fails (a question whose
+    "no" is an answer: not a repository, no such commit)."""
+    try:
+        return git(repo, *args)
+    except QrwbenchError:
+        return ""
+
+
+def ok(repo, *args: str) -> bool:
+    """Whether ``git -C repo args`` succeeds (e.g. merge-base --is-ancestor)."""
+    try:
+        git(repo, *args)
+        return True
+    except QrwbenchError:
+        return False
+
+
+def names_commit(ref: str, sha: str, min_len: int = 7) -> bool:
+    """Whether ``ref`` and ``sha`` name one commit: equal, or the shorter (at
+    least ``min_len`` hex digits) a prefix of the longer. One rule for a
+    user's abbreviation of a stored sha and a stored abbreviation of git's."""
+    short, long_ = sorted((ref, sha), key=len)
+    return ref == sha or (len(short) >= min_len and long_.startswith(short))
+
+
 def is_repo(repo) -> bool:
     if not Path(repo).is_dir():
         return False

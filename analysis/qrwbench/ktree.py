@@ -106,8 +106,7 @@ def git(repo, *args, check=True) -> str:
 
 
 def _git_soft(repo, *args) -> str:
-    r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    return r.stdout if r.returncode == 0 else ""
+    return gitutil.soft(repo, *args)
 
 
 def check_tree(src: Path) -> Path:

@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import subprocess
 from pathlib import Path
 
-from . import targets
+from . import gitutil, targets
 from .targets import TOP
 
 
 def _git(repo: Path, *args: str) -> str:
-    r = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
-    return r.stdout.strip() if r.returncode == 0 else ""
+    return gitutil.soft(repo, *args).strip()
 
 
 def rig_state(repo: Path = TOP) -> dict:

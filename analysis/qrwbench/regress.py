@@ -159,7 +159,7 @@ def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD
 
 def _db_commit(known: list[str], sha: str) -> str | None:
     for c in known:
-        if c == sha or (len(c) >= 7 and sha.startswith(c)):
+        if gitutil.names_commit(c, sha):
             return c
     return None
 

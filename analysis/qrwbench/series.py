@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import ktree, provenance, store, targets
+from . import gitutil, ktree, provenance, store, targets
 from .errors import QrwbenchError
 
 ROOT = targets.BUILD
@@ -43,8 +43,7 @@ def commits(src: Path, frm: str, to: str) -> list[str]:
 
 
 def subprocess_ok(repo, *args) -> bool:
-    import subprocess
-    return subprocess.run(["git", "-C", str(repo), *args]).returncode == 0
+    return gitutil.ok(repo, *args)
 
 
 def workdir(cell, variant: str, sha: str, src_clone: Path) -> ktree.Workdir:

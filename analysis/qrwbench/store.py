@@ -28,7 +28,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import faults, records
+from . import faults, gitutil, records
 from .errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
@@ -700,7 +700,7 @@ def commits_with_results(conn, key: str = "rig") -> list[dict]:
 def resolve_commit(conn, ref: str, key: str = "rig") -> str:
     """The stored commit that ``ref`` (a full sha or unique prefix) names."""
     known = [c["commit"] for c in commits_with_results(conn, key)]
-    hits = [c for c in known if c == ref or (len(ref) >= 4 and c.startswith(ref))]
+    hits = [c for c in known if len(ref) <= len(c) and gitutil.names_commit(ref, c, 4)]
     if len(hits) == 1:
         return hits[0]
     what = "rig" if key == "rig" else "kernel tree"
