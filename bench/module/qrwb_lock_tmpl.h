@@ -265,9 +265,9 @@ static __always_inline void qrwb_chk_rexit(struct qrwb_lockbox *b)
  * think_work units of private arithmetic.
  */
 /* 1024-byte aligned (the loop is at most ~960 bytes): never crosses a page. */
-static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
-						unsigned long n)
+static noinline __aligned(1024) void QRWB_F(loop)(void *ctx, unsigned long n)
 {
+	struct qrwb_rwctx *c = ctx;
 	struct qrwb_lockbox *b = c->box;
 	const unsigned int wthresh = c->wthresh;
 	const unsigned int cs_work = c->cs_work;
@@ -324,4 +324,4 @@ static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
 	c->viol += viol;
 }
 
-const qrwb_rwloop_fn QRWB_PASTE(qrwb_rwloop_, QRWB_LK_NAME) = QRWB_F(loop);
+const qrwb_loop_fn QRWB_PASTE(qrwb_rwloop_, QRWB_LK_NAME) = QRWB_F(loop);

@@ -22,7 +22,7 @@ const char * const qrwb_rw_variant[QRWB_RW_N] = {
 	[QRWB_RW_RELAXED_C0]	= "relaxed",
 };
 
-static qrwb_rwloop_fn qrwb_rwloop(unsigned int id)
+static qrwb_loop_fn qrwb_rwloop(unsigned int id)
 {
 	switch (id) {
 	case QRWB_RW_NONE:
@@ -112,12 +112,12 @@ static unsigned long qrwb_calibrate_rwlock(const unsigned int *ids,
 
 	qrwb_reset_locks();
 	qrwb_setup_rwctx(&c, 0, 0, 1);
-	none = qrwb_cost_ps(NULL, NULL, qrwb_rwloop(QRWB_RW_NONE), &c);
+	none = qrwb_cost_ps(qrwb_rwloop(QRWB_RW_NONE), &c);
 	for (i = 0; i < nids; i++) {
 		if (ids[i] == QRWB_RW_NONE)
 			continue;
 		qrwb_setup_rwctx(&c, 0, 0, 1);
-		cost = min(cost, qrwb_cost_ps(NULL, NULL, qrwb_rwloop(ids[i]), &c));
+		cost = min(cost, qrwb_cost_ps(qrwb_rwloop(ids[i]), &c));
 	}
 	b = cfg->batch ? (unsigned long)cfg->batch : qrwb_batch_for(cost);
 	pr_info("clock read %llu ps; uncontended iteration %llu ps, harness %llu ps; batch %lu%s\n",
@@ -163,8 +163,7 @@ static void qrwb_prep_rwlock(const struct qrwb_ent *e, unsigned int rep)
 	for (t = 0; t < qrwb_cxt.nthreads; t++)
 		qrwb_setup_rwctx(&qrwb_cxt.workers[t].rw, t, rep,
 				 qrwb_cxt.cfg.nlocks);
-	qrwb_cxt.job.aloop = NULL;
-	qrwb_cxt.job.rloop = qrwb_rwloop(e->id);
+	qrwb_cxt.job.loop = qrwb_rwloop(e->id);
 	qrwb_cxt.job.batch = qrwb_cxt.rw_batch;
 	qrwb_cxt.job.percpu = false;
 }

@@ -29,7 +29,12 @@ struct qrwb_slot {
 	long sink;
 } __aligned(QRWB_LINE);
 
-typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
+/*
+ * Every timed loop, atomics and rwlock alike: n ops (rwlock: iterations) on
+ * ctx, a struct qrwb_slot (atomics) or a struct qrwb_rwctx (rwlock). The
+ * harness calls it once per batch, with no branch on the workload.
+ */
+typedef void (*qrwb_loop_fn)(void *ctx, unsigned long n);
 
 /*
  * Ops per iteration of a timed atomics loop: the loop body is the op's
@@ -93,8 +98,6 @@ struct qrwb_rwctx {
 	unsigned long sink;
 };
 
-typedef void (*qrwb_rwloop_fn)(struct qrwb_rwctx *c, unsigned long n);
-
 /* rwlock implementations, measured in one shuffled list per rep */
 enum qrwb_rw_id {
 	QRWB_RW_NONE,		/* harness only: no lock (overhead) */
@@ -106,13 +109,13 @@ enum qrwb_rw_id {
 	QRWB_RW_N
 };
 
-extern const qrwb_rwloop_fn qrwb_rwloop_none;
-extern const qrwb_rwloop_fn qrwb_rwloop_kernel;
-extern const qrwb_rwloop_fn qrwb_rwloop_full_c0;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c0;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1mb;
-extern const qrwb_rwloop_fn qrwb_rwloop_relaxed_c0;
+extern const qrwb_loop_fn qrwb_rwloop_none;
+extern const qrwb_loop_fn qrwb_rwloop_kernel;
+extern const qrwb_loop_fn qrwb_rwloop_full_c0;
+extern const qrwb_loop_fn qrwb_rwloop_acqrel_c0;
+extern const qrwb_loop_fn qrwb_rwloop_acqrel_c1;
+extern const qrwb_loop_fn qrwb_rwloop_acqrel_c1mb;
+extern const qrwb_loop_fn qrwb_rwloop_relaxed_c0;
 
 /* the end of a kthread's function: it must not exit before kthread_stop() */
 static inline void qrwb_wait_for_stop(void)
