@@ -152,45 +152,36 @@ static __always_inline void QRWB_F(queued_write_unlock)(struct qrwlock *lock)
  * side is out of line unless CONFIG_INLINE_{READ,WRITE}_LOCK, the unlock
  * side is inlined when CONFIG_INLINE_{READ,WRITE}_UNLOCK (the default
  * without preemption), exactly as for the kernel's rwlock_t.
+ * QRWB_WRAPPER(cfg) is the header of such a function: inlined when the
+ * Kconfig option cfg is set (__is_defined(): a bare 1 or 0), else out of
+ * line and aligned.
  */
-#ifdef CONFIG_INLINE_READ_LOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
+#define QRWB_WRAPPER_1		static __always_inline
+#define QRWB_WRAPPER_0		static noinline __aligned(QRWB_CALL_ALIGN)
+#define QRWB_WRAPPER(cfg)	__PASTE(QRWB_WRAPPER_, __is_defined(cfg))
+
+QRWB_WRAPPER(CONFIG_INLINE_READ_LOCK)
 void QRWB_F(read_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_read_lock)(lock);
 }
 
-#ifdef CONFIG_INLINE_WRITE_LOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
+QRWB_WRAPPER(CONFIG_INLINE_WRITE_LOCK)
 void QRWB_F(write_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_write_lock)(lock);
 }
 
-#ifdef CONFIG_INLINE_READ_UNLOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
+QRWB_WRAPPER(CONFIG_INLINE_READ_UNLOCK)
 void QRWB_F(read_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_read_unlock)(lock);
 	preempt_enable();
 }
 
-#ifdef CONFIG_INLINE_WRITE_UNLOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
+QRWB_WRAPPER(CONFIG_INLINE_WRITE_UNLOCK)
 void QRWB_F(write_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_write_unlock)(lock);
