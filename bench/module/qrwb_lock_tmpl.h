@@ -152,37 +152,37 @@ static __always_inline void QRWB_F(queued_write_unlock)(struct qrwlock *lock)
  * side is out of line unless CONFIG_INLINE_{READ,WRITE}_LOCK, the unlock
  * side is inlined when CONFIG_INLINE_{READ,WRITE}_UNLOCK (the default
  * without preemption), exactly as for the kernel's rwlock_t.
- * QRWB_WRAPPER(cfg) is the header of such a function: inlined when the
- * Kconfig option cfg is set (__is_defined(): a bare 1 or 0), else out of
- * line and aligned.
+ * QRWB_WRAPPER(cfg) is the header of such a function, up to its name:
+ * inlined when the Kconfig option cfg is set (__is_defined(): a bare 1 or
+ * 0), else out of line and aligned.
  */
-#define QRWB_WRAPPER_1		static __always_inline
-#define QRWB_WRAPPER_0		static noinline __aligned(QRWB_CALL_ALIGN)
+#define QRWB_WRAPPER_1		static __always_inline void
+#define QRWB_WRAPPER_0		static noinline __aligned(QRWB_CALL_ALIGN) void
 #define QRWB_WRAPPER(cfg)	__PASTE(QRWB_WRAPPER_, __is_defined(cfg))
 
 QRWB_WRAPPER(CONFIG_INLINE_READ_LOCK)
-void QRWB_F(read_lock)(struct qrwlock *lock)
+QRWB_F(read_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_read_lock)(lock);
 }
 
 QRWB_WRAPPER(CONFIG_INLINE_WRITE_LOCK)
-void QRWB_F(write_lock)(struct qrwlock *lock)
+QRWB_F(write_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_write_lock)(lock);
 }
 
 QRWB_WRAPPER(CONFIG_INLINE_READ_UNLOCK)
-void QRWB_F(read_unlock)(struct qrwlock *lock)
+QRWB_F(read_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_read_unlock)(lock);
 	preempt_enable();
 }
 
 QRWB_WRAPPER(CONFIG_INLINE_WRITE_UNLOCK)
-void QRWB_F(write_unlock)(struct qrwlock *lock)
+QRWB_F(write_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_write_unlock)(lock);
 	preempt_enable();
@@ -250,6 +250,30 @@ static __always_inline void qrwb_chk_rexit(struct qrwb_lockbox *b)
 }
 
 /*
+ * One acquisition in the loop below: lock, the checker's entry, cs_work
+ * units of unit (cycling over the cs_lines protected lines), the checker's
+ * exit, unlock, and count it. A macro, so that the writer's and the
+ * reader's sides are one text and the loop's code is what it was when each
+ * side was written out.
+ */
+#define QRWB_CS(lock, unlock, chk_enter, chk_exit, count, unit)	\
+do {									\
+	lock(b);							\
+	QRWB_LK_INJECT();						\
+	if (check)							\
+		viol += chk_enter(b);					\
+	for (u = 0; u < cs_work; u++) {					\
+		unit;							\
+		if (++l == cs_lines)					\
+			l = 0;						\
+	}								\
+	if (check)							\
+		chk_exit(b);						\
+	unlock(b);							\
+	(count)++;							\
+} while (0)
+
+/*
  * n iterations of: choose read or write (per-thread xorshift64 against
  * wthresh), lock, cs_work units on the protected lines (a load, for a
  * writer a load and a store, cycling over cs_lines lines), unlock, then
@@ -274,35 +298,14 @@ static noinline __aligned(1024) void QRWB_F(loop)(void *ctx, unsigned long n)
 	for (i = 0; i < n; i++) {
 		x = qrwb_xorshift(x);
 		l = 0;
-		if (qrwb_pct(x) < wthresh) {
-			QRWB_WLOCK(b);
-			QRWB_LK_INJECT();
-			if (check)
-				viol += qrwb_chk_wenter(b);
-			for (u = 0; u < cs_work; u++) {
-				WRITE_ONCE(b->data[l].w, READ_ONCE(b->data[l].w) + 1);
-				if (++l == cs_lines)
-					l = 0;
-			}
-			if (check)
-				qrwb_chk_wexit(b);
-			QRWB_WUNLOCK(b);
-			writes++;
-		} else {
-			QRWB_RLOCK(b);
-			QRWB_LK_INJECT();
-			if (check)
-				viol += qrwb_chk_renter(b);
-			for (u = 0; u < cs_work; u++) {
-				sink += READ_ONCE(b->data[l].w);
-				if (++l == cs_lines)
-					l = 0;
-			}
-			if (check)
-				qrwb_chk_rexit(b);
-			QRWB_RUNLOCK(b);
-			reads++;
-		}
+		if (qrwb_pct(x) < wthresh)
+			QRWB_CS(QRWB_WLOCK, QRWB_WUNLOCK, qrwb_chk_wenter,
+				qrwb_chk_wexit, writes,
+				WRITE_ONCE(b->data[l].w, READ_ONCE(b->data[l].w) + 1));
+		else
+			QRWB_CS(QRWB_RLOCK, QRWB_RUNLOCK, qrwb_chk_renter,
+				qrwb_chk_rexit, reads,
+				sink += READ_ONCE(b->data[l].w));
 		for (u = 0; u < think_work; u++) {
 			sink = sink * 6364136223846793005UL + 1442695040888963407UL;
 			OPTIMIZER_HIDE_VAR(sink);
