@@ -266,7 +266,17 @@ extern const struct qrwb_workload qrwb_atomics;
 void qrwb_init_op_blocks(void);
 
 /* qrwb_rwlock.c */
-extern const char * const qrwb_rw_variant[QRWB_RW_N];
+/* one row of qrwb_impls.def */
+struct qrwb_impl_desc {
+	const char *kind;	/* the record's impl: "kernel" or "module" */
+	const char *ord;	/* module: the record's variant */
+	const qrwb_loop_fn *loop;
+	u8 kind_id;		/* QRWB_KIND_* */
+	u8 copy;
+	u8 mb;
+};
+
+extern const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N];
 extern const struct qrwb_workload qrwb_rwlock;
 
 #endif /* QRWB_INTERNAL_H */

@@ -8,13 +8,16 @@
  * ordering macro table qrwb_lock_ord.h. Only the tracepoints
  * (trace_contention_begin/end) are left out.
  *
- * Included by one .c file per instance, which defines:
- *   QRWB_LK_KIND  QRWB_KIND_NONE (harness only, no lock: the overhead),
- *                 QRWB_KIND_KERNEL (read_lock() etc. on rwlock_t) or
- *                 QRWB_KIND_MODULE (the copy below)
+ * Included by qrwb_lock_<name>.c, which Kbuild generates for every row of
+ * the lock table qrwb_impls.def: it defines the row as
+ *   #define QRWB_LK_ROW(col) col(<name>, <kind>, <ordering>, <copy>, <mb>)
+ * and the columns are taken from it here:
  *   QRWB_LK_NAME  instance name: functions are qrwb_<name>_*, the loop is
- *                 qrwb_rwloop_<name>_loop, its pointer qrwb_rwloop_<name>
- *   QRWB_LK_ORD   QRWB_ORD_FULL, _ACQREL or _RELAXED (module only)
+ *                 qrwb_<name>_loop, its pointer qrwb_rwloop_<name>
+ *   QRWB_LK_KIND  QRWB_KIND_none (harness only, no lock: the overhead),
+ *                 QRWB_KIND_kernel (read_lock() etc. on rwlock_t) or
+ *                 QRWB_KIND_module (the copy below)
+ *   QRWB_LK_ORD   QRWB_ORD_full, _acqrel or _relaxed (module only)
  *   QRWB_LK_MB    1: one extra smp_mb() per lock+unlock (aa_inject_mb)
  */
 #include <linux/atomic.h>
@@ -23,17 +26,24 @@
 #include <linux/spinlock.h>
 #include "qrwbench.h"
 
-#define QRWB_KIND_NONE		0
-#define QRWB_KIND_KERNEL	1
-#define QRWB_KIND_MODULE	2
-
-#ifndef QRWB_LK_MB
-#define QRWB_LK_MB		0
+#ifndef QRWB_LK_ROW
+#error "qrwb_lock_<name>.c defines QRWB_LK_ROW(col): Kbuild generates it from qrwb_impls.def"
 #endif
+
+/* the row's columns, as qrwb_impls.def names them */
+#define QRWB_COL_NAME(name, ...)			name
+#define QRWB_COL_KIND(name, kind, ...)			QRWB_KIND_##kind
+#define QRWB_COL_ORD(name, kind, ord, ...)		QRWB_ORD_##ord
+#define QRWB_COL_MB(name, kind, ord, copy, mb)		mb
+
+#define QRWB_LK_NAME	QRWB_LK_ROW(QRWB_COL_NAME)
+#define QRWB_LK_KIND	QRWB_LK_ROW(QRWB_COL_KIND)
+#define QRWB_LK_ORD	QRWB_LK_ROW(QRWB_COL_ORD)
+#define QRWB_LK_MB	QRWB_LK_ROW(QRWB_COL_MB)
 
 #define QRWB_F(f)	QRWB_PASTE(QRWB_PASTE(qrwb_, QRWB_LK_NAME), _##f)
 
-#if QRWB_LK_KIND == QRWB_KIND_MODULE
+#if QRWB_KIND_module == QRWB_LK_KIND
 #include "qrwb_lock_ord.h"
 
 /*
@@ -193,14 +203,14 @@ QRWB_F(write_unlock)(struct qrwlock *lock)
 #define QRWB_WLOCK(b)		QRWB_F(write_lock)(&(b)->mlock)
 #define QRWB_WUNLOCK(b)		QRWB_F(write_unlock)(&(b)->mlock)
 
-#elif QRWB_LK_KIND == QRWB_KIND_KERNEL
+#elif QRWB_KIND_kernel == QRWB_LK_KIND
 
 #define QRWB_RLOCK(b)		read_lock(&(b)->klock)
 #define QRWB_RUNLOCK(b)		read_unlock(&(b)->klock)
 #define QRWB_WLOCK(b)		write_lock(&(b)->klock)
 #define QRWB_WUNLOCK(b)		write_unlock(&(b)->klock)
 
-#elif QRWB_LK_KIND == QRWB_KIND_NONE
+#elif QRWB_KIND_none == QRWB_LK_KIND
 
 #define QRWB_RLOCK(b)		do { } while (0)
 #define QRWB_RUNLOCK(b)		do { } while (0)
@@ -208,7 +218,7 @@ QRWB_F(write_unlock)(struct qrwlock *lock)
 #define QRWB_WUNLOCK(b)		do { } while (0)
 
 #else
-#error "QRWB_LK_KIND must be QRWB_KIND_NONE, _KERNEL or _MODULE"
+#error "the row's kind must be none, kernel or module"
 #endif
 
 #if QRWB_LK_MB

@@ -98,24 +98,24 @@ struct qrwb_rwctx {
 	unsigned long sink;
 };
 
-/* rwlock implementations, measured in one shuffled list per rep */
+/* the kinds of lock implementation (qrwb_impls.def's kind column) */
+#define QRWB_KIND_none		0	/* harness only: no lock (overhead) */
+#define QRWB_KIND_kernel	1	/* rwlock_t: the kernel's qrwlock variant */
+#define QRWB_KIND_module	2	/* the module's qrwlock copy */
+
+/* rwlock implementations: the rows of qrwb_impls.def */
 enum qrwb_rw_id {
-	QRWB_RW_NONE,		/* harness only: no lock (overhead) */
-	QRWB_RW_KERNEL,		/* rwlock_t: the kernel's qrwlock variant */
-	QRWB_RW_FULL_C0,
-	QRWB_RW_ACQREL_C0,
-	QRWB_RW_ACQREL_C1,
-	QRWB_RW_RELAXED_C0,
+#define QRWB_IMPL(name, ...) QRWB_RW_##name,
+#include "qrwb_impls.def"
+#undef QRWB_IMPL
 	QRWB_RW_N
 };
 
-extern const qrwb_loop_fn qrwb_rwloop_none;
-extern const qrwb_loop_fn qrwb_rwloop_kernel;
-extern const qrwb_loop_fn qrwb_rwloop_full_c0;
-extern const qrwb_loop_fn qrwb_rwloop_acqrel_c0;
-extern const qrwb_loop_fn qrwb_rwloop_acqrel_c1;
-extern const qrwb_loop_fn qrwb_rwloop_acqrel_c1mb;
-extern const qrwb_loop_fn qrwb_rwloop_relaxed_c0;
+/* every row's loop, in its qrwb_lock_<name>.o (qrwb_lock_tmpl.h) */
+#define QRWB_IMPL(name, ...)						\
+	extern const qrwb_loop_fn qrwb_rwloop_##name;
+#include "qrwb_impls.def"
+#undef QRWB_IMPL
 
 /* the end of a kthread's function: it must not exit before kthread_stop() */
 static inline void qrwb_wait_for_stop(void)
