@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, changed_table
 from qrwbench import audit, targets
 
 MODULE = TOP / "bench" / "module"
@@ -86,28 +86,19 @@ def test_a_new_row_is_one_line_of_the_table(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_impls.def").read_text()
     line = "QRWB_IMPL(relaxed_c0, module, relaxed, 0, 0)\n"
     assert line in text
-    (tmp_path / "qrwb_impls.def").write_text(text + "QRWB_IMPL(relaxed_c1, module, relaxed, 1, 0)\n")
-    monkeypatch.setattr(targets, "IMPLS_DEF", tmp_path / "qrwb_impls.def")
-    targets.lock_impls.cache_clear()
-    audit._sym_impl.cache_clear()
-    try:
-        assert cpp_rows(tmp_path / "qrwb_impls.def") == targets.lock_impls()
+    changed = text + "QRWB_IMPL(relaxed_c1, module, relaxed, 1, 0)\n"
+    with changed_table(monkeypatch, tmp_path, targets, "IMPLS_DEF", changed,
+                       targets.lock_impls, audit._sym_impl) as f:
+        assert cpp_rows(f) == targets.lock_impls()
         assert audit.module_impls()[-1] == "relaxed_c1"
         assert ("relaxed_c0", "relaxed_c1") in [(a.name, b.name) for a, b in audit._lock_twins()]
         assert audit._norm_syms("bl qrwb_relaxed_c1_read_lock_slowpath") == "bl IMPL_read_lock_slowpath"
-    finally:
-        targets.lock_impls.cache_clear()
-        audit._sym_impl.cache_clear()
 
 
 def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_impls.def").read_text()
-    (tmp_path / "qrwb_impls.def").write_text(text.replace("QRWB_IMPL(acqrel_c1, module, acqrel, 1, 0)",
-                                                          "QRWB_IMPL(acqrel_c1, modul, acqrel, 1, 0)"))
-    monkeypatch.setattr(targets, "IMPLS_DEF", tmp_path / "qrwb_impls.def")
-    targets.lock_impls.cache_clear()
-    try:
+    changed = text.replace("QRWB_IMPL(acqrel_c1, module, acqrel, 1, 0)",
+                           "QRWB_IMPL(acqrel_c1, modul, acqrel, 1, 0)")
+    with changed_table(monkeypatch, tmp_path, targets, "IMPLS_DEF", changed, targets.lock_impls):
         with pytest.raises(targets.InputError, match=r"malformed row 'QRWB_IMPL\(acqrel_c1, modul,"):
             targets.lock_impls()
-    finally:
-        targets.lock_impls.cache_clear()
