@@ -1,4 +1,5 @@
 """Shared pytest fixtures: paths of the repository and of built artefacts."""
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,21 @@ def module_ko(arch: str, variant: str) -> Path:
 @pytest.fixture
 def top() -> Path:
     return TOP
+
+
+@contextlib.contextmanager
+def changed_table(monkeypatch, tmp_path, module, attr: str, text: str, *readers):
+    """While the block runs, ``module.attr`` (a path: one of the module's
+    tables, e.g. targets.OPS_DEF) is a copy in tmp_path holding ``text``; the
+    caches of ``readers`` (lru_cache'd functions that read it) are cleared
+    before and after. Yields the copy's path."""
+    f = tmp_path / getattr(module, attr).name
+    f.write_text(text)
+    monkeypatch.setattr(module, attr, f)
+    for r in readers:
+        r.cache_clear()
+    try:
+        yield f
+    finally:
+        for r in readers:
+            r.cache_clear()

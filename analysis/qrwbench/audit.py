@@ -43,6 +43,7 @@ arch/impl/op and ``notes``), plus the full detail under ``kernels`` and
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -174,13 +175,30 @@ def audit_elf(elf: Path, arch: str, symbols=None, pattern: str | None = None) ->
 # ------------------------------------------------------------ the module
 
 COPIES = ("c0", "c1", "c1mb")
-# In-module qrwlock instances (bench/module/qrwb_lock_*.c) and their functions.
-MODULE_IMPLS = ("full_c0", "acqrel_c0", "acqrel_c1", "acqrel_c1mb", "relaxed_c0")
+# The functions of an in-module qrwlock instance (module_impls()).
 LOCK_PARTS = ("loop", "read_lock", "write_lock", "read_unlock", "write_unlock",
               "read_lock_slowpath", "write_lock_slowpath")
 ARM64_LSE_CAP_DEFAULT = 37      # ARM64_HAS_LSE_ATOMICS in 6.12's generated cpucap-defs.h
 LOOP_ALIGN = 64
 PAGE = 4096     # a TCG translation block does not chain directly across a guest page
+
+
+def module_impls() -> tuple[str, ...]:
+    """The in-module qrwlock instances: the module rows of the lock table
+    bench/module/qrwb_impls.def (targets.lock_impls), in table order."""
+    return tuple(i.name for i in targets.lock_impls() if i.kind == "module")
+
+
+def _impls_of(kind: str) -> tuple[str, ...]:
+    return tuple(i.name for i in targets.lock_impls() if i.kind == kind)
+
+
+def _lock_twins() -> list[tuple]:
+    """(copy 0, copy n) row pairs of the lock table that must be identical
+    code (the A/A control): same kind and ordering, no injected barrier."""
+    rows = [i for i in targets.lock_impls() if not i.mb]
+    return [(a, b) for a in rows if a.copy == 0 for b in rows
+            if b.copy and (b.kind, b.ordering) == (a.kind, a.ordering)]
 
 
 def op_table() -> list[tuple[str, str]]:
@@ -200,13 +218,19 @@ def lse_cap(kdir: Path | None) -> int:
 
 
 _SYM_LOOP = re.compile(r"\bqrwb_loop_\w+?_(?:c0|c1mb|c1)\b")
-_SYM_IMPL = re.compile(r"\bqrwb_(?:full|acqrel|relaxed)_(?:c0|c1mb|c1)_(\w+)")
+
+
+@functools.lru_cache(maxsize=None)
+def _sym_impl() -> re.Pattern:
+    """qrwb_<module instance>_<function>: longer names first (acqrel_c1mb before acqrel_c1)."""
+    names = sorted(module_impls(), key=lambda n: (-len(n), n))
+    return re.compile(r"\bqrwb_(?:" + "|".join(map(re.escape, names)) + r")_(\w+)")
 
 
 def _norm_syms(t: str) -> str:
     """Instance names out: two copies (c0/c1) or orderings of one template compare equal."""
     t = _SYM_LOOP.sub("LOOP", t)
-    return _SYM_IMPL.sub(r"IMPL_\1", t)
+    return _sym_impl().sub(r"IMPL_\1", t)
 
 
 def normalize_insn(text: str, fn: str) -> str:
@@ -557,8 +581,8 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
     dis = Disasm(ko, arch)
     cap = lse_cap(kdir) if arch == "arm64" else None
     loop_names = [f"qrwb_loop_{op}_{o}_{c}" for op, o in ops for c in COPIES]
-    lock_names = [f"qrwb_{impl}_{part}" for impl in MODULE_IMPLS for part in LOCK_PARTS]
-    lock_names += ["qrwb_kernel_loop", "qrwb_none_loop"]
+    lock_names = [f"qrwb_{impl}_{part}" for impl in module_impls() for part in LOCK_PARTS]
+    lock_names += [f"qrwb_{impl}_loop" for impl in _impls_of("kernel") + _impls_of("none")]
     funcs = audit_functions(dis, loop_names + lock_names, cap)
     missing = [n for n in loop_names if n not in funcs]
     doc = {"arch": arch, "variant": variant, "module": str(ko), "lse_cap": cap,
@@ -608,7 +632,7 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
             doc["findings"].append({"kind": "inject", "op": op, "ordering": o,
                                     "text": f"c1mb of {op}_{o} adds {entry['inject_adds']} full "
                                             "barriers, not exactly one per op"})
-    for impl in MODULE_IMPLS + ("kernel",):
+    for impl in module_impls() + _impls_of("kernel"):
         names = [f"qrwb_{impl}_{part}" for part in LOCK_PARTS]
         present = [n for n in names if n in funcs]
         if not present:
@@ -623,10 +647,11 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
         if loop is not None and "paths" in loop:
             entry["loop_paths"] = {m: p["order"] for m, p in loop["paths"].items()}
         doc["locks"][impl] = entry
-    if "acqrel_c0" in doc["locks"] and "acqrel_c1" in doc["locks"] and \
-            doc["locks"]["acqrel_c0"]["hash"] != doc["locks"]["acqrel_c1"]["hash"]:
-        doc["findings"].append({"kind": "aa-copies-differ", "op": "rwlock", "ordering": "acqrel",
-                                "text": "module qrwlock copies acqrel_c0 and acqrel_c1 differ"})
+    for a, b in _lock_twins():
+        if a.name in doc["locks"] and b.name in doc["locks"] and \
+                doc["locks"][a.name]["hash"] != doc["locks"][b.name]["hash"]:
+            doc["findings"].append({"kind": "aa-copies-differ", "op": "rwlock", "ordering": a.ordering,
+                                    "text": f"module qrwlock copies {a.name} and {b.name} differ"})
     doc["page_crossing"] = [{"function": n, "addr": r["addr"], "size": r["size"]}
                             for n, r in funcs.items()
                             if (n.startswith("qrwb_loop_") or n.endswith("_loop")) and r["crosses_page"]]
@@ -665,7 +690,7 @@ def module_identical(mods: list[dict]) -> list[dict]:
             for g in ordering_groups(key):
                 out.append({"arch": arch, "impl": "inline", "workload": "atomics", "op": op,
                             "variants": g})
-        impls = {"full": "full_c0", "acqrel": "acqrel_c0", "relaxed": "relaxed_c0"}
+        impls = targets.module_lock_variants()
         key = {v: "|".join(m["locks"][i]["hash"] for m in group)
                for v, i in impls.items() if all(i in m["locks"] for m in group)}
         for g in ordering_groups(key):

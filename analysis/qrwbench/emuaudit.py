@@ -40,7 +40,6 @@ from .targets import InputError
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
-LOCK_VARIANTS = ("full", "acqrel", "relaxed")        # the module's qrwlock copies (c0)
 _INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s)")
 _HEX_RE = re.compile(r"\$0x([0-9a-f]+)")
 
@@ -166,9 +165,10 @@ def comparisons() -> list[tuple[str, str, str, str, tuple[str, ...], tuple[str, 
     for op, ords in targets.op_orderings().items():
         for a, b in itertools.combinations(ords, 2):
             out.append(("inline", op, a, b, (f"qrwb_loop_{op}_{a}_c0",), (f"qrwb_loop_{op}_{b}_c0",)))
-    fns = lambda v: tuple(f"qrwb_{v}_c0_{p}" for p in ("loop", "read_lock_slowpath",
-                                                       "write_lock_slowpath"))
-    for a, b in itertools.combinations(LOCK_VARIANTS, 2):
+    copies = targets.module_lock_variants()        # the module's qrwlock copies (c0)
+    fns = lambda v: tuple(f"qrwb_{copies[v]}_{p}" for p in ("loop", "read_lock_slowpath",
+                                                            "write_lock_slowpath"))
+    for a, b in itertools.combinations(copies, 2):
         out.append(("module", "rwlock", a, b, fns(a), fns(b)))
     return out
 

@@ -38,7 +38,7 @@ WORKLOADS = targets.WORKLOADS + targets.TEST_WORKLOADS + targets.MODULE_WORKLOAD
 # per workload what a result record may name (the test-only hang workload
 # prints none, so it may name anything either prints)
 IMPLS = dict(targets.RESULT_IMPLS)
-VARIANTS = {"atomics": targets.orderings(), "rwlock": targets.RWLOCK_VARIANTS}
+VARIANTS = {"atomics": targets.orderings(), "rwlock": targets.rwlock_variants()}
 PLACEMENTS = dict(targets.PLACEMENTS)
 for _d in (IMPLS, VARIANTS, PLACEMENTS):
     _d[targets.TEST_WORKLOADS[0]] = tuple(dict.fromkeys(x for w in targets.WORKLOADS for x in _d[w]))
@@ -58,6 +58,13 @@ _OP_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _CRC_RE = re.compile(r"[0-9a-f]{8}\Z")
 _REFUSED_RE = re.compile(r"qrwbench: refused: (.*)")
 _PRINTABLE_RE = re.compile(r"[ -~]*\Z")
+
+
+def variants(workload: str) -> tuple[str, ...]:
+    """The variants a result of ``workload`` may have (impl kernel aside: its
+    kernel build's). rwlock: the orderings of the module's qrwlock copies,
+    the module rows of the lock table (targets.lock_impls)."""
+    return VARIANTS[workload]
 
 
 @dataclass
@@ -239,7 +246,7 @@ def check_result(rec: dict, begin: dict) -> None:
             raise RecordError(f"impl 'kernel' result has variant {variant!r} but the "
                               f"kernel is {begin['kernel_variant']!r}")
     else:
-        _str(rec, "variant", VARIANTS[workload])
+        _str(rec, "variant", variants(workload))
     if workload == "atomics":
         orderings = targets.op_orderings().get(op)
         if orderings is None:

@@ -11,6 +11,7 @@ import os
 import platform
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from .errors import QrwbenchError
@@ -150,7 +151,6 @@ MODULE_WORKLOADS = ("litmus",)
 # impl (atomics: the inline loops; rwlock: the kernel's rwlock_t or the
 # module's qrwlock copies), the module copies' orderings, and placements.
 RESULT_IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module")}
-RWLOCK_VARIANTS = ("full", "acqrel", "relaxed")
 PLACEMENTS = {"atomics": ("shared", "percpu"), "rwlock": ("shared",)}
 
 
@@ -158,6 +158,48 @@ def orderings() -> tuple[str, ...]:
     """Every ordering an atomics op has, in table order (full, acquire,
     release, relaxed): the variants of the atomics workload."""
     return tuple(dict.fromkeys(o for _op, o, _stmt in op_rows()))
+
+
+IMPLS_DEF = TOP / "bench" / "module" / "qrwb_impls.def"
+_IMPL_ROW = re.compile(r"^QRWB_IMPL\((\w+), (none|kernel|module), (\w+), ([01]), ([01])\)$")
+
+
+class LockImpl(NamedTuple):
+    """One row of the module's lock table qrwb_impls.def."""
+    name: str       # the instance: qrwb_<name>_loop, qrwb_<name>_read_lock ..., qrwb_lock_<name>.o
+    kind: str       # none (the harness without a lock), kernel (rwlock_t) or module (the copy)
+    ordering: str   # module: full, acqrel, relaxed (the record's variant); else the kind
+    copy: int       # the record's copy (1: the A/A twin)
+    mb: int         # 1: one smp_mb() per lock+unlock, run in place of its twin with aa_inject_mb=1
+
+
+@functools.lru_cache(maxsize=None)
+def lock_impls() -> tuple[LockImpl, ...]:
+    """Every rwlock implementation, in table order: the rows of the module's
+    lock table bench/module/qrwb_impls.def, as its QRWB_IMPL rows expand."""
+    out = []
+    for line in IMPLS_DEF.read_text().splitlines():
+        if m := _IMPL_ROW.match(line):
+            out.append(LockImpl(m[1], m[2], m[3], int(m[4]), int(m[5])))
+        elif line.startswith("QRWB_IMPL("):
+            raise InputError(f"{IMPLS_DEF}: malformed row '{line}': valid is "
+                             "QRWB_IMPL(name, none|kernel|module, ordering, 0|1, 0|1)")
+    if not out:
+        raise InputError(f"{IMPLS_DEF}: no QRWB_IMPL rows")
+    return tuple(out)
+
+
+def rwlock_variants() -> tuple[str, ...]:
+    """The variants a module rwlock result may have: the orderings of the
+    module's qrwlock copies (the module rows of the lock table)."""
+    return tuple(dict.fromkeys(i.ordering for i in lock_impls() if i.kind == "module"))
+
+
+def module_lock_variants() -> dict[str, str]:
+    """{ordering: instance} of the module's qrwlock copies compared with
+    each other: the module rows of copy 0 without an injected barrier."""
+    return {i.ordering: i.name for i in lock_impls()
+            if i.kind == "module" and i.copy == 0 and not i.mb}
 
 
 MODULE_H = TOP / "bench" / "module" / "qrwbench.h"

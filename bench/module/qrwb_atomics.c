@@ -44,8 +44,7 @@ static void qrwb_calibrate_atomics(void)
 
 	for (i = 0; i < QRWB_NOPS; i++) {
 		if (qrwb_cxt.op_selected[i])
-			cost[i] = qrwb_cost_ps(qrwb_loops_c0[i], &qrwb_cxt.slots[1],
-					       NULL, NULL);
+			cost[i] = qrwb_cost_ps(qrwb_loops_c0[i], &qrwb_cxt.slots[1]);
 	}
 	for (i = 0; i < QRWB_NOPS; i++) {
 		u64 c = U64_MAX;
@@ -116,8 +115,7 @@ static void qrwb_prep_atomics(const struct qrwb_ent *e, unsigned int rep)
 	if (e->copy)
 		tbl = qrwb_cxt.cfg.aa_inject_mb && e->id != QRWB_ID_empty_relaxed ?
 		      qrwb_loops_c1mb : qrwb_loops_c1;
-	qrwb_cxt.job.aloop = tbl[e->id];
-	qrwb_cxt.job.rloop = NULL;
+	qrwb_cxt.job.loop = tbl[e->id];
 	qrwb_cxt.job.batch = qrwb_cxt.op_batch[e->id];
 	qrwb_cxt.job.percpu = e->percpu;
 }

@@ -89,15 +89,40 @@ static void qrwb_shuffle_blocks(struct qrwb_ent *e, unsigned int n,
 /* ------------------------------------------------------------------ */
 /* workers and the measurement */
 
+/* the loop's ctx on worker w: its rwlock state, or its atomics slot */
+static void *qrwb_job_ctx(const struct qrwb_job *j, struct qrwb_worker *w)
+{
+	if (qrwb_cxt.workload == QRWB_W_RWLOCK)
+		return &w->rw;
+	return j->percpu ? &qrwb_cxt.slots[1 + w->idx] : &qrwb_cxt.slots[0];
+}
+
+/*
+ * Batches until a clock read is at or past until; returns that read. The
+ * clock is read after every batch and nowhere else; *ops counts the ops.
+ */
+static __always_inline u64 qrwb_batches(qrwb_loop_fn loop, void *ctx,
+					unsigned long batch, u64 until,
+					u64 *ops)
+{
+	u64 now;
+
+	do {
+		loop(ctx, batch);
+		*ops += batch;
+		now = ktime_get_ns();
+	} while (now < until);
+	return now;
+}
+
 static void qrwb_measure(struct qrwb_worker *w)
 {
 	struct qrwb_job *j = &qrwb_cxt.job;
-	struct qrwb_slot *s = j->percpu ? &qrwb_cxt.slots[1 + w->idx] : &qrwb_cxt.slots[0];
-	const qrwb_loop_fn aloop = j->aloop;
-	const qrwb_rwloop_fn rloop = j->rloop;
+	const qrwb_loop_fn loop = j->loop;
+	void *const ctx = qrwb_job_ctx(j, w);
 	const unsigned long batch = j->batch;
 	struct qrwb_rwctx *c = &w->rw;
-	u64 now, t, t_start, t_end, ops = 0;
+	u64 now, t, t_start, t_end, warm_ops = 0, ops = 0;
 	unsigned long r0, w0;
 
 	/* start barrier: the last thread to arrive sets the window */
@@ -121,14 +146,8 @@ static void qrwb_measure(struct qrwb_worker *w)
 	t_start = j->t_start;
 	t_end = j->t_end;
 
-	/* warm-up: at least one batch */
-	do {
-		if (aloop)
-			aloop(s, batch);
-		else
-			rloop(c, batch);
-		now = ktime_get_ns();
-	} while (now < t_start);
+	/* warm-up: at least one batch, its ops not counted */
+	now = qrwb_batches(loop, ctx, batch, t_start, &warm_ops);
 
 	/* the counters are read outside the window: before t_first, after t_last */
 	if (qrwb_cxt.pmu_any) {
@@ -140,14 +159,7 @@ static void qrwb_measure(struct qrwb_worker *w)
 	w->t_first = now;
 	r0 = c->reads;
 	w0 = c->writes;
-	do {
-		if (aloop)
-			aloop(s, batch);
-		else
-			rloop(c, batch);
-		ops += batch;
-		now = ktime_get_ns();
-	} while (now < t_end);
+	now = qrwb_batches(loop, ctx, batch, t_end, &ops);
 	w->t_last = now;
 	if (qrwb_cxt.pmu_any) {
 		qrwb_pmu_read(w, &w->pmu1, false, false);
@@ -322,9 +334,8 @@ static u64 qrwb_measure_clock_ps(void)
 	return max_t(u64, best, 1);
 }
 
-/* single-thread cost of one op in ps; aloop on s, or rloop on c */
-u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
-		 qrwb_rwloop_fn rloop, struct qrwb_rwctx *c)
+/* single-thread cost of one op (rwlock: iteration) of loop on ctx, in ps */
+u64 qrwb_cost_ps(qrwb_loop_fn loop, void *ctx)
 {
 	unsigned long n = 64;
 	u64 t0, t, best = U64_MAX;
@@ -332,10 +343,7 @@ u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
 
 	for (;;) {
 		t0 = ktime_get_ns();
-		if (aloop)
-			aloop(s, n);
-		else
-			rloop(c, n);
+		loop(ctx, n);
 		t = ktime_get_ns() - t0;
 		if (t >= QRWB_CAL_NS || n >= QRWB_MAX_BATCH)
 			break;
@@ -343,10 +351,7 @@ u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
 	}
 	for (k = 0; k < 3; k++) {
 		t0 = ktime_get_ns();
-		if (aloop)
-			aloop(s, n);
-		else
-			rloop(c, n);
+		loop(ctx, n);
 		best = min(best, ktime_get_ns() - t0);
 		cond_resched();
 	}

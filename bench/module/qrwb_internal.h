@@ -82,10 +82,9 @@ struct qrwb_res {
 };
 
 struct qrwb_job {
-	qrwb_loop_fn aloop;	/* atomics, or NULL */
-	qrwb_rwloop_fn rloop;	/* rwlock */
+	qrwb_loop_fn loop;	/* called with the worker's ctx (qrwb_measure) */
 	unsigned long batch;
-	bool percpu;
+	bool percpu;		/* atomics: ctx is the worker's own slot */
 	unsigned int nthreads;
 	u64 warm_ns;
 	u64 dur_ns;
@@ -251,8 +250,7 @@ static inline void qrwb_pmu_read(struct qrwb_worker *w,
 u64 qrwb_splitmix(u64 *state);
 int qrwb_start_workers(void);
 void qrwb_stop_workers(void);
-u64 qrwb_cost_ps(qrwb_loop_fn aloop, struct qrwb_slot *s,
-		 qrwb_rwloop_fn rloop, struct qrwb_rwctx *c);
+u64 qrwb_cost_ps(qrwb_loop_fn loop, void *ctx);
 unsigned long qrwb_batch_for(u64 cost_ps);
 int qrwb_alloc_rep(unsigned int nents, bool rw);
 void qrwb_free_rep(void);
@@ -268,7 +266,17 @@ extern const struct qrwb_workload qrwb_atomics;
 void qrwb_init_op_blocks(void);
 
 /* qrwb_rwlock.c */
-extern const char * const qrwb_rw_variant[QRWB_RW_N];
+/* one row of qrwb_impls.def */
+struct qrwb_impl_desc {
+	const char *kind;	/* the record's impl: "kernel" or "module" */
+	const char *ord;	/* module: the record's variant */
+	const qrwb_loop_fn *loop;
+	u8 kind_id;		/* QRWB_KIND_* */
+	u8 copy;
+	u8 mb;
+};
+
+extern const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N];
 extern const struct qrwb_workload qrwb_rwlock;
 
 #endif /* QRWB_INTERNAL_H */

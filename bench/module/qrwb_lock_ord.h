@@ -2,7 +2,8 @@
 /*
  * Ordering macro table of the module's copies of the queued rwlock.
  *
- * One block per ordering, selected by QRWB_LK_ORD; the names mirror the
+ * One block per ordering, selected by QRWB_LK_ORD (QRWB_ORD_<ordering>,
+ * the ordering column of qrwb_impls.def); the names mirror the
  * macros of the kernel patch (include/asm-generic/qrwlock.h of the built
  * tree, qrwlock_lock_add_return() etc.) with a qrwb_ prefix, and each
  * block expands to exactly what the patch's block for that
@@ -11,11 +12,11 @@
 #ifndef QRWB_LOCK_ORD_H
 #define QRWB_LOCK_ORD_H
 
-#define QRWB_ORD_FULL		1
-#define QRWB_ORD_ACQREL		2
-#define QRWB_ORD_RELAXED	3
+#define QRWB_ORD_full		1
+#define QRWB_ORD_acqrel		2
+#define QRWB_ORD_relaxed	3
 
-#if QRWB_LK_ORD == QRWB_ORD_FULL
+#if QRWB_ORD_full == QRWB_LK_ORD
 #define qrwb_lock_add_return(i, v)		atomic_add_return(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return(i, v)
@@ -31,7 +32,7 @@
 #define qrwb_add(i, v)				((void)atomic_add_return(i, v))
 #define qrwb_sub(i, v)				((void)atomic_sub_return(i, v))
 #define qrwb_or(i, v)				((void)atomic_fetch_or(i, v))
-#elif QRWB_LK_ORD == QRWB_ORD_RELAXED
+#elif QRWB_ORD_relaxed == QRWB_LK_ORD
 #define qrwb_lock_add_return(i, v)		atomic_add_return_relaxed(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg_relaxed(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return_relaxed(i, v)
@@ -40,7 +41,7 @@
 #define qrwb_add(i, v)				atomic_add(i, v)
 #define qrwb_sub(i, v)				atomic_sub(i, v)
 #define qrwb_or(i, v)				atomic_or(i, v)
-#elif QRWB_LK_ORD == QRWB_ORD_ACQREL
+#elif QRWB_ORD_acqrel == QRWB_LK_ORD
 #define qrwb_lock_add_return(i, v)		atomic_add_return_acquire(i, v)
 #define qrwb_lock_try_cmpxchg(v, o, n)		atomic_try_cmpxchg_acquire(v, o, n)
 #define qrwb_unlock_sub_return(i, v)		atomic_sub_return_release(i, v)
@@ -51,7 +52,7 @@
 #define qrwb_sub(i, v)				atomic_sub(i, v)
 #define qrwb_or(i, v)				atomic_or(i, v)
 #else
-#error "QRWB_LK_ORD must be QRWB_ORD_FULL, QRWB_ORD_ACQREL or QRWB_ORD_RELAXED"
+#error "a module row's ordering must be full, acqrel or relaxed"
 #endif
 
 #endif /* QRWB_LOCK_ORD_H */

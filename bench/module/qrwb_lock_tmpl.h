@@ -8,13 +8,16 @@
  * ordering macro table qrwb_lock_ord.h. Only the tracepoints
  * (trace_contention_begin/end) are left out.
  *
- * Included by one .c file per instance, which defines:
- *   QRWB_LK_KIND  QRWB_KIND_NONE (harness only, no lock: the overhead),
- *                 QRWB_KIND_KERNEL (read_lock() etc. on rwlock_t) or
- *                 QRWB_KIND_MODULE (the copy below)
+ * Included by qrwb_lock_<name>.c, which Kbuild generates for every row of
+ * the lock table qrwb_impls.def: it defines the row as
+ *   #define QRWB_LK_ROW(col) col(<name>, <kind>, <ordering>, <copy>, <mb>)
+ * and the columns are taken from it here:
  *   QRWB_LK_NAME  instance name: functions are qrwb_<name>_*, the loop is
- *                 qrwb_rwloop_<name>_loop, its pointer qrwb_rwloop_<name>
- *   QRWB_LK_ORD   QRWB_ORD_FULL, _ACQREL or _RELAXED (module only)
+ *                 qrwb_<name>_loop, its pointer qrwb_rwloop_<name>
+ *   QRWB_LK_KIND  QRWB_KIND_none (harness only, no lock: the overhead),
+ *                 QRWB_KIND_kernel (read_lock() etc. on rwlock_t) or
+ *                 QRWB_KIND_module (the copy below)
+ *   QRWB_LK_ORD   QRWB_ORD_full, _acqrel or _relaxed (module only)
  *   QRWB_LK_MB    1: one extra smp_mb() per lock+unlock (aa_inject_mb)
  */
 #include <linux/atomic.h>
@@ -23,17 +26,24 @@
 #include <linux/spinlock.h>
 #include "qrwbench.h"
 
-#define QRWB_KIND_NONE		0
-#define QRWB_KIND_KERNEL	1
-#define QRWB_KIND_MODULE	2
-
-#ifndef QRWB_LK_MB
-#define QRWB_LK_MB		0
+#ifndef QRWB_LK_ROW
+#error "qrwb_lock_<name>.c defines QRWB_LK_ROW(col): Kbuild generates it from qrwb_impls.def"
 #endif
+
+/* the row's columns, as qrwb_impls.def names them */
+#define QRWB_COL_NAME(name, ...)			name
+#define QRWB_COL_KIND(name, kind, ...)			QRWB_KIND_##kind
+#define QRWB_COL_ORD(name, kind, ord, ...)		QRWB_ORD_##ord
+#define QRWB_COL_MB(name, kind, ord, copy, mb)		mb
+
+#define QRWB_LK_NAME	QRWB_LK_ROW(QRWB_COL_NAME)
+#define QRWB_LK_KIND	QRWB_LK_ROW(QRWB_COL_KIND)
+#define QRWB_LK_ORD	QRWB_LK_ROW(QRWB_COL_ORD)
+#define QRWB_LK_MB	QRWB_LK_ROW(QRWB_COL_MB)
 
 #define QRWB_F(f)	QRWB_PASTE(QRWB_PASTE(qrwb_, QRWB_LK_NAME), _##f)
 
-#if QRWB_LK_KIND == QRWB_KIND_MODULE
+#if QRWB_KIND_module == QRWB_LK_KIND
 #include "qrwb_lock_ord.h"
 
 /*
@@ -152,46 +162,37 @@ static __always_inline void QRWB_F(queued_write_unlock)(struct qrwlock *lock)
  * side is out of line unless CONFIG_INLINE_{READ,WRITE}_LOCK, the unlock
  * side is inlined when CONFIG_INLINE_{READ,WRITE}_UNLOCK (the default
  * without preemption), exactly as for the kernel's rwlock_t.
+ * QRWB_WRAPPER(cfg) is the header of such a function, up to its name:
+ * inlined when the Kconfig option cfg is set (__is_defined(): a bare 1 or
+ * 0), else out of line and aligned.
  */
-#ifdef CONFIG_INLINE_READ_LOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
-void QRWB_F(read_lock)(struct qrwlock *lock)
+#define QRWB_WRAPPER_1		static __always_inline void
+#define QRWB_WRAPPER_0		static noinline __aligned(QRWB_CALL_ALIGN) void
+#define QRWB_WRAPPER(cfg)	__PASTE(QRWB_WRAPPER_, __is_defined(cfg))
+
+QRWB_WRAPPER(CONFIG_INLINE_READ_LOCK)
+QRWB_F(read_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_read_lock)(lock);
 }
 
-#ifdef CONFIG_INLINE_WRITE_LOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
-void QRWB_F(write_lock)(struct qrwlock *lock)
+QRWB_WRAPPER(CONFIG_INLINE_WRITE_LOCK)
+QRWB_F(write_lock)(struct qrwlock *lock)
 {
 	preempt_disable();
 	QRWB_F(queued_write_lock)(lock);
 }
 
-#ifdef CONFIG_INLINE_READ_UNLOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
-void QRWB_F(read_unlock)(struct qrwlock *lock)
+QRWB_WRAPPER(CONFIG_INLINE_READ_UNLOCK)
+QRWB_F(read_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_read_unlock)(lock);
 	preempt_enable();
 }
 
-#ifdef CONFIG_INLINE_WRITE_UNLOCK
-static __always_inline
-#else
-static noinline __aligned(QRWB_CALL_ALIGN)
-#endif
-void QRWB_F(write_unlock)(struct qrwlock *lock)
+QRWB_WRAPPER(CONFIG_INLINE_WRITE_UNLOCK)
+QRWB_F(write_unlock)(struct qrwlock *lock)
 {
 	QRWB_F(queued_write_unlock)(lock);
 	preempt_enable();
@@ -202,14 +203,14 @@ void QRWB_F(write_unlock)(struct qrwlock *lock)
 #define QRWB_WLOCK(b)		QRWB_F(write_lock)(&(b)->mlock)
 #define QRWB_WUNLOCK(b)		QRWB_F(write_unlock)(&(b)->mlock)
 
-#elif QRWB_LK_KIND == QRWB_KIND_KERNEL
+#elif QRWB_KIND_kernel == QRWB_LK_KIND
 
 #define QRWB_RLOCK(b)		read_lock(&(b)->klock)
 #define QRWB_RUNLOCK(b)		read_unlock(&(b)->klock)
 #define QRWB_WLOCK(b)		write_lock(&(b)->klock)
 #define QRWB_WUNLOCK(b)		write_unlock(&(b)->klock)
 
-#elif QRWB_LK_KIND == QRWB_KIND_NONE
+#elif QRWB_KIND_none == QRWB_LK_KIND
 
 #define QRWB_RLOCK(b)		do { } while (0)
 #define QRWB_RUNLOCK(b)		do { } while (0)
@@ -217,7 +218,7 @@ void QRWB_F(write_unlock)(struct qrwlock *lock)
 #define QRWB_WUNLOCK(b)		do { } while (0)
 
 #else
-#error "QRWB_LK_KIND must be QRWB_KIND_NONE, _KERNEL or _MODULE"
+#error "the row's kind must be none, kernel or module"
 #endif
 
 #if QRWB_LK_MB
@@ -259,15 +260,39 @@ static __always_inline void qrwb_chk_rexit(struct qrwb_lockbox *b)
 }
 
 /*
+ * One acquisition in the loop below: lock, the checker's entry, cs_work
+ * units of unit (cycling over the cs_lines protected lines), the checker's
+ * exit, unlock, and count it. A macro, so that the writer's and the
+ * reader's sides are one text and the loop's code is what it was when each
+ * side was written out.
+ */
+#define QRWB_CS(lock, unlock, chk_enter, chk_exit, count, unit)	\
+do {									\
+	lock(b);							\
+	QRWB_LK_INJECT();						\
+	if (check)							\
+		viol += chk_enter(b);					\
+	for (u = 0; u < cs_work; u++) {					\
+		unit;							\
+		if (++l == cs_lines)					\
+			l = 0;						\
+	}								\
+	if (check)							\
+		chk_exit(b);						\
+	unlock(b);							\
+	(count)++;							\
+} while (0)
+
+/*
  * n iterations of: choose read or write (per-thread xorshift64 against
  * wthresh), lock, cs_work units on the protected lines (a load, for a
  * writer a load and a store, cycling over cs_lines lines), unlock, then
  * think_work units of private arithmetic.
  */
 /* 1024-byte aligned (the loop is at most ~960 bytes): never crosses a page. */
-static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
-						unsigned long n)
+static noinline __aligned(1024) void QRWB_F(loop)(void *ctx, unsigned long n)
 {
+	struct qrwb_rwctx *c = ctx;
 	struct qrwb_lockbox *b = c->box;
 	const unsigned int wthresh = c->wthresh;
 	const unsigned int cs_work = c->cs_work;
@@ -283,35 +308,14 @@ static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
 	for (i = 0; i < n; i++) {
 		x = qrwb_xorshift(x);
 		l = 0;
-		if (qrwb_pct(x) < wthresh) {
-			QRWB_WLOCK(b);
-			QRWB_LK_INJECT();
-			if (check)
-				viol += qrwb_chk_wenter(b);
-			for (u = 0; u < cs_work; u++) {
-				WRITE_ONCE(b->data[l].w, READ_ONCE(b->data[l].w) + 1);
-				if (++l == cs_lines)
-					l = 0;
-			}
-			if (check)
-				qrwb_chk_wexit(b);
-			QRWB_WUNLOCK(b);
-			writes++;
-		} else {
-			QRWB_RLOCK(b);
-			QRWB_LK_INJECT();
-			if (check)
-				viol += qrwb_chk_renter(b);
-			for (u = 0; u < cs_work; u++) {
-				sink += READ_ONCE(b->data[l].w);
-				if (++l == cs_lines)
-					l = 0;
-			}
-			if (check)
-				qrwb_chk_rexit(b);
-			QRWB_RUNLOCK(b);
-			reads++;
-		}
+		if (qrwb_pct(x) < wthresh)
+			QRWB_CS(QRWB_WLOCK, QRWB_WUNLOCK, qrwb_chk_wenter,
+				qrwb_chk_wexit, writes,
+				WRITE_ONCE(b->data[l].w, READ_ONCE(b->data[l].w) + 1));
+		else
+			QRWB_CS(QRWB_RLOCK, QRWB_RUNLOCK, qrwb_chk_renter,
+				qrwb_chk_rexit, reads,
+				sink += READ_ONCE(b->data[l].w));
 		for (u = 0; u < think_work; u++) {
 			sink = sink * 6364136223846793005UL + 1442695040888963407UL;
 			OPTIMIZER_HIDE_VAR(sink);
@@ -324,4 +328,4 @@ static noinline __aligned(1024) void QRWB_F(loop)(struct qrwb_rwctx *c,
 	c->viol += viol;
 }
 
-const qrwb_rwloop_fn QRWB_PASTE(qrwb_rwloop_, QRWB_LK_NAME) = QRWB_F(loop);
+const qrwb_loop_fn QRWB_PASTE(qrwb_rwloop_, QRWB_LK_NAME) = QRWB_F(loop);

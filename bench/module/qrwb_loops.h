@@ -38,7 +38,7 @@
 /* QRWB_UNROLL (32) ops per iteration; n is a multiple of it */
 #define QRWB_OP(op, ord, stmt)						\
 static noinline __aligned(QRWB_LOOP_ALIGN) void				\
-QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(struct qrwb_slot *s,	\
+QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(void *ctx,		\
 						 unsigned long n)	\
 {									\
 	int o32 = atomic_read(&s->v);					\
@@ -57,7 +57,16 @@ QRWB_PASTE(qrwb_loop_##op##_##ord##_, QRWB_COPY)(struct qrwb_slot *s,	\
 #if QRWB_UNROLL != 32
 #error "the loop body above writes the op 32 times: keep it equal to QRWB_UNROLL"
 #endif
+/*
+ * The op table's statements name the slot s: here a cast of ctx, not a
+ * local variable. A local copy (struct qrwb_slot *s = ctx;) renumbered
+ * GCC's temporaries and so changed the register allocation of arm64's
+ * smp_load_acquire loop; the cast leaves every loop's code as it was with
+ * a struct qrwb_slot * parameter.
+ */
+#define s	((struct qrwb_slot *)ctx)
 #include "qrwb_ops.def"
+#undef s
 #undef QRWB_OP
 
 const qrwb_loop_fn QRWB_PASTE(qrwb_loops_, QRWB_COPY)[QRWB_NOPS] = {

@@ -259,7 +259,7 @@ int qrwb_emit_rep(unsigned int rep)
 
 		if (atomics && e->id == QRWB_ID_empty_relaxed && e->copy == 0)
 			ovh[e->percpu] = &qrwb_cxt.res[k];
-		if (rwlock && e->id == QRWB_RW_NONE)
+		if (rwlock && qrwb_impls[e->id].kind_id == QRWB_KIND_none)
 			ovh[0] = &qrwb_cxt.res[k];
 	}
 
@@ -268,7 +268,7 @@ int qrwb_emit_rep(unsigned int rep)
 		const struct qrwb_res *r = &qrwb_cxt.res[k];
 		const u64 *pt = qrwb_cxt.pt_ops + (size_t)k * qrwb_cxt.nthreads;
 
-		if (rwlock && e->id == QRWB_RW_NONE)
+		if (rwlock && qrwb_impls[e->id].kind_id == QRWB_KIND_none)
 			continue;
 		qrwb_rec_start("result");
 		qrwb_kstr("workload", qrwb_cxt.cfg.workload);
@@ -277,10 +277,12 @@ int qrwb_emit_rep(unsigned int rep)
 			qrwb_kstr("op", qrwb_op_desc[e->id].name);
 			qrwb_kstr("variant", qrwb_op_desc[e->id].ord);
 		} else {
-			qrwb_kstr("impl", e->id == QRWB_RW_KERNEL ? "kernel" : "module");
+			const struct qrwb_impl_desc *d = &qrwb_impls[e->id];
+
+			qrwb_kstr("impl", d->kind);
 			qrwb_kstr("op", "rwlock");
-			qrwb_kstr("variant", e->id == QRWB_RW_KERNEL ?
-				  qrwb_kernel_variant() : qrwb_rw_variant[e->id]);
+			qrwb_kstr("variant", d->kind_id == QRWB_KIND_kernel ?
+				  qrwb_kernel_variant() : d->ord);
 		}
 		qrwb_ku64("copy", e->copy);
 		qrwb_kstr("placement", e->percpu ? "percpu" : "shared");

@@ -15,46 +15,50 @@
 
 #include "qrwb_internal.h"
 
-const char * const qrwb_rw_variant[QRWB_RW_N] = {
-	[QRWB_RW_FULL_C0]	= "full",
-	[QRWB_RW_ACQREL_C0]	= "acqrel",
-	[QRWB_RW_ACQREL_C1]	= "acqrel",
-	[QRWB_RW_RELAXED_C0]	= "relaxed",
+const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N] = {
+#define QRWB_IMPL(name, kind, ord, copy, mb)				\
+	[QRWB_RW_##name] = { #kind, #ord, &qrwb_rwloop_##name,		\
+			     QRWB_KIND_##kind, copy, mb },
+#include "qrwb_impls.def"
+#undef QRWB_IMPL
 };
 
-static qrwb_rwloop_fn qrwb_rwloop(unsigned int id)
+/*
+ * The loop of row id: with aa_inject_mb=1 its injected twin's (the row
+ * with mb 1 of the same kind, ordering and copy), if it has one.
+ */
+static qrwb_loop_fn qrwb_rwloop(unsigned int id)
 {
-	switch (id) {
-	case QRWB_RW_NONE:
-		return qrwb_rwloop_none;
-	case QRWB_RW_KERNEL:
-		return qrwb_rwloop_kernel;
-	case QRWB_RW_FULL_C0:
-		return qrwb_rwloop_full_c0;
-	case QRWB_RW_ACQREL_C0:
-		return qrwb_rwloop_acqrel_c0;
-	case QRWB_RW_ACQREL_C1:
-		return qrwb_cxt.cfg.aa_inject_mb ? qrwb_rwloop_acqrel_c1mb :
-		       qrwb_rwloop_acqrel_c1;
-	default:
-		return qrwb_rwloop_relaxed_c0;
+	const struct qrwb_impl_desc *d = &qrwb_impls[id], *m;
+	unsigned int i;
+
+	for (i = 0; qrwb_cxt.cfg.aa_inject_mb && i < QRWB_RW_N; i++) {
+		m = &qrwb_impls[i];
+		if (m->mb && m->kind_id == d->kind_id && m->copy == d->copy &&
+		    !strcmp(m->ord, d->ord))
+			return *m->loop;
 	}
+	return *d->loop;
 }
 
-/* the entries' ids (impl=): the no-lock harness first; their count */
+/* impl= names a kind (or is all); the no-lock harness always runs */
+static bool qrwb_rw_selected(const struct qrwb_impl_desc *d)
+{
+	return qrwb_cxt.impl == QRWB_IMPL_ALL || d->kind_id == QRWB_KIND_none ||
+	       !strcmp(d->kind, qrwb_cxt.cfg.impl);
+}
+
+/*
+ * The entries' ids: the selected rows in table order (the no-lock harness
+ * first), but not the injected twins (mb 1: qrwb_rwloop()); their count.
+ */
 static unsigned int qrwb_rw_ids(unsigned int *ids)
 {
-	unsigned int nids = 0;
+	unsigned int i, nids = 0;
 
-	ids[nids++] = QRWB_RW_NONE;
-	if (qrwb_cxt.impl != QRWB_IMPL_MODULE)
-		ids[nids++] = QRWB_RW_KERNEL;
-	if (qrwb_cxt.impl != QRWB_IMPL_KERNEL) {
-		ids[nids++] = QRWB_RW_FULL_C0;
-		ids[nids++] = QRWB_RW_ACQREL_C0;
-		ids[nids++] = QRWB_RW_ACQREL_C1;
-		ids[nids++] = QRWB_RW_RELAXED_C0;
-	}
+	for (i = 0; i < QRWB_RW_N; i++)
+		if (!qrwb_impls[i].mb && qrwb_rw_selected(&qrwb_impls[i]))
+			ids[nids++] = i;
 	return nids;
 }
 
@@ -112,12 +116,12 @@ static unsigned long qrwb_calibrate_rwlock(const unsigned int *ids,
 
 	qrwb_reset_locks();
 	qrwb_setup_rwctx(&c, 0, 0, 1);
-	none = qrwb_cost_ps(NULL, NULL, qrwb_rwloop(QRWB_RW_NONE), &c);
+	none = qrwb_cost_ps(qrwb_rwloop(QRWB_RW_none), &c);
 	for (i = 0; i < nids; i++) {
-		if (ids[i] == QRWB_RW_NONE)
+		if (qrwb_impls[ids[i]].kind_id == QRWB_KIND_none)
 			continue;
 		qrwb_setup_rwctx(&c, 0, 0, 1);
-		cost = min(cost, qrwb_cost_ps(NULL, NULL, qrwb_rwloop(ids[i]), &c));
+		cost = min(cost, qrwb_cost_ps(qrwb_rwloop(ids[i]), &c));
 	}
 	b = cfg->batch ? (unsigned long)cfg->batch : qrwb_batch_for(cost);
 	pr_info("clock read %llu ps; uncontended iteration %llu ps, harness %llu ps; batch %lu%s\n",
@@ -149,7 +153,7 @@ static void qrwb_fill_rwlock(struct qrwb_ent *e)
 	nids = qrwb_rw_ids(ids);
 	for (k = 0; k < nids; k++) {
 		e[k].id = ids[k];
-		e[k].copy = ids[k] == QRWB_RW_ACQREL_C1;
+		e[k].copy = qrwb_impls[ids[k]].copy;
 		e[k].percpu = 0;
 	}
 }
@@ -163,8 +167,7 @@ static void qrwb_prep_rwlock(const struct qrwb_ent *e, unsigned int rep)
 	for (t = 0; t < qrwb_cxt.nthreads; t++)
 		qrwb_setup_rwctx(&qrwb_cxt.workers[t].rw, t, rep,
 				 qrwb_cxt.cfg.nlocks);
-	qrwb_cxt.job.aloop = NULL;
-	qrwb_cxt.job.rloop = qrwb_rwloop(e->id);
+	qrwb_cxt.job.loop = qrwb_rwloop(e->id);
 	qrwb_cxt.job.batch = qrwb_cxt.rw_batch;
 	qrwb_cxt.job.percpu = false;
 }

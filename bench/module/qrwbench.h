@@ -29,7 +29,12 @@ struct qrwb_slot {
 	long sink;
 } __aligned(QRWB_LINE);
 
-typedef void (*qrwb_loop_fn)(struct qrwb_slot *s, unsigned long n);
+/*
+ * Every timed loop, atomics and rwlock alike: n ops (rwlock: iterations) on
+ * ctx, a struct qrwb_slot (atomics) or a struct qrwb_rwctx (rwlock). The
+ * harness calls it once per batch, with no branch on the workload.
+ */
+typedef void (*qrwb_loop_fn)(void *ctx, unsigned long n);
 
 /*
  * Ops per iteration of a timed atomics loop: the loop body is the op's
@@ -93,26 +98,24 @@ struct qrwb_rwctx {
 	unsigned long sink;
 };
 
-typedef void (*qrwb_rwloop_fn)(struct qrwb_rwctx *c, unsigned long n);
+/* the kinds of lock implementation (qrwb_impls.def's kind column) */
+#define QRWB_KIND_none		0	/* harness only: no lock (overhead) */
+#define QRWB_KIND_kernel	1	/* rwlock_t: the kernel's qrwlock variant */
+#define QRWB_KIND_module	2	/* the module's qrwlock copy */
 
-/* rwlock implementations, measured in one shuffled list per rep */
+/* rwlock implementations: the rows of qrwb_impls.def */
 enum qrwb_rw_id {
-	QRWB_RW_NONE,		/* harness only: no lock (overhead) */
-	QRWB_RW_KERNEL,		/* rwlock_t: the kernel's qrwlock variant */
-	QRWB_RW_FULL_C0,
-	QRWB_RW_ACQREL_C0,
-	QRWB_RW_ACQREL_C1,
-	QRWB_RW_RELAXED_C0,
+#define QRWB_IMPL(name, ...) QRWB_RW_##name,
+#include "qrwb_impls.def"
+#undef QRWB_IMPL
 	QRWB_RW_N
 };
 
-extern const qrwb_rwloop_fn qrwb_rwloop_none;
-extern const qrwb_rwloop_fn qrwb_rwloop_kernel;
-extern const qrwb_rwloop_fn qrwb_rwloop_full_c0;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c0;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1;
-extern const qrwb_rwloop_fn qrwb_rwloop_acqrel_c1mb;
-extern const qrwb_rwloop_fn qrwb_rwloop_relaxed_c0;
+/* every row's loop, in its qrwb_lock_<name>.o (qrwb_lock_tmpl.h) */
+#define QRWB_IMPL(name, ...)						\
+	extern const qrwb_loop_fn qrwb_rwloop_##name;
+#include "qrwb_impls.def"
+#undef QRWB_IMPL
 
 /* the end of a kthread's function: it must not exit before kthread_stop() */
 static inline void qrwb_wait_for_stop(void)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import TOP, kernel_dir
+from conftest import kernel_dir
 from qrwbench import bench, matrix, qemu, records, targets
 
 pytestmark = pytest.mark.guest

@@ -44,7 +44,7 @@ def patch_blocks():
 
 
 def module_blocks():
-    return blocks(MODULE.read_text(), r"^#(?:el)?if QRWB_LK_ORD == QRWB_ORD_(\w+)", "qrwb_", "__qrwb_val")
+    return blocks(MODULE.read_text(), r"^#(?:el)?if QRWB_ORD_(\w+) == QRWB_LK_ORD", "qrwb_", "__qrwb_val")
 
 
 def test_the_parser_finds_all_three_orderings_and_all_macros():

@@ -4,7 +4,6 @@ placements. They come from the module's tables (qrwb_ops.def, the configs)
 through the vocabulary module, qrwbench/targets.py, which alone may name
 them."""
 import ast
-from pathlib import Path
 
 from conftest import TOP
 

@@ -3,7 +3,7 @@ starts on a 64-byte boundary, read from the .ko's ELF symbol table."""
 import pytest
 
 from conftest import BUILD, kernel_dir
-from qrwbench import audit, elfmini
+from qrwbench import audit, elfmini, targets
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
@@ -21,7 +21,7 @@ def test_timed_loops_are_64_byte_aligned(arch, variant):
              (n.startswith("qrwb_") and n.endswith("_loop"))}
     want = {f"qrwb_loop_{op}_{o}_{c}" for op, o in audit.op_table() for c in audit.COPIES}
     assert want <= set(loops), sorted(want - set(loops))[:5]
-    assert {f"qrwb_{i}_loop" for i in audit.MODULE_IMPLS + ("kernel", "none")} <= set(loops)
+    assert {f"qrwb_{i.name}_loop" for i in targets.lock_impls()} <= set(loops)
     bad = {n: hex(s.value) for n, s in loops.items() if s.value % 64}
     assert bad == {}, f"{len(bad)} loops not 64-byte aligned, e.g. {list(bad.items())[:3]}"
 
@@ -63,7 +63,7 @@ def test_no_function_a_timed_rwlock_loop_calls_crosses_a_page(arch):
     funcs = elfmini.Elf(ko).functions(".text")
     callees = {n: s for n, s in funcs.items()
                if re.fullmatch(r"qrwb_(full|acqrel|relaxed)_c\w+?_(read|write)_(un)?lock(_slowpath)?", n)}
-    assert sum(n.endswith("_slowpath") for n in callees) == 2 * len(audit.MODULE_IMPLS), sorted(callees)
+    assert sum(n.endswith("_slowpath") for n in callees) == 2 * len(audit.module_impls()), sorted(callees)
     for n, s in callees.items():
         assert s.size > 0
         assert s.value // 4096 == (s.value + s.size - 1) // 4096, (n, hex(s.value), s.size)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import TOP
+from conftest import TOP, changed_table
 from qrwbench import targets
 
 MODULE = TOP / "bench" / "module"
@@ -43,31 +43,19 @@ def test_a_new_ordering_is_one_line_of_the_table(tmp_path, monkeypatch):
     line = "\tQRWB_OP(op, relaxed, lhs op##_relaxed args)\n"
     assert line in text
     changed = text.replace(line, line.replace("\n", "\t\\\n") + "\tQRWB_OP(op, acqrel, lhs op##_acqrel args)\n")
-    (tmp_path / "qrwb_ops.def").write_text(changed)
-    monkeypatch.setattr(targets, "OPS_DEF", tmp_path / "qrwb_ops.def")
-    targets.op_rows.cache_clear()
-    targets.op_orderings.cache_clear()
-    try:
-        rows = cpp_rows(tmp_path / "qrwb_ops.def")
+    with changed_table(monkeypatch, tmp_path, targets, "OPS_DEF", changed,
+                       targets.op_rows, targets.op_orderings) as f:
+        rows = cpp_rows(f)
         assert rows == targets.op_rows()
         assert targets.op_orderings()["atomic_add_return"] == ("full", "acquire", "release", "relaxed", "acqrel")
         assert ("atomic_xchg", "acqrel", "acc += atomic_xchg_acqrel(&s->v, i)") in rows
         assert targets.op_orderings()["atomic_and"] == ("relaxed",)
-    finally:
-        targets.op_rows.cache_clear()
-        targets.op_orderings.cache_clear()
 
 
 def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_ops.def").read_text()
-    (tmp_path / "qrwb_ops.def").write_text(text.replace("QRWB_VOID(atomic_and, (~1, &s->v))",
-                                                        "QRWB_VOID(atomic_and (~1, &s->v))"))
-    monkeypatch.setattr(targets, "OPS_DEF", tmp_path / "qrwb_ops.def")
-    targets.op_rows.cache_clear()
-    targets.op_orderings.cache_clear()
-    try:
+    changed = text.replace("QRWB_VOID(atomic_and, (~1, &s->v))", "QRWB_VOID(atomic_and (~1, &s->v))")
+    with changed_table(monkeypatch, tmp_path, targets, "OPS_DEF", changed,
+                       targets.op_rows, targets.op_orderings):
         with pytest.raises(targets.InputError, match=r"malformed row 'QRWB_VOID\(atomic_and \(~1"):
             targets.op_orderings()
-    finally:
-        targets.op_rows.cache_clear()
-        targets.op_orderings.cache_clear()
