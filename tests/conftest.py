@@ -4,15 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from qrwbench import targets
+from qrwbench import vocab
 
 TOP = Path(__file__).resolve().parents[1]
-BUILD = targets.BUILD
+BUILD = vocab.BUILD
 
 
 def kernel_dir(arch: str, variant: str, built: bool = True) -> Path:
     """A kernel build directory that `make test` prepared; fail (not skip) when absent."""
-    d = targets.kernel_dir(arch, variant)
+    d = vocab.kernel_dir(arch, variant)
     stamp = d / (".qrwbench-built" if built else ".config")
     if not stamp.exists():
         pytest.fail(f"{d} is not {'built' if built else 'configured'}: run the tests through 'make test'")
@@ -21,7 +21,7 @@ def kernel_dir(arch: str, variant: str, built: bool = True) -> Path:
 
 def module_ko(arch: str, variant: str) -> Path:
     """The benchmark module `make test` built against that kernel; fail when absent."""
-    ko = targets.module_ko(arch, variant)
+    ko = vocab.module_ko(arch, variant)
     if not ko.exists():
         pytest.fail(f"{ko} is not built: run the tests through 'make test'")
     return ko
@@ -35,7 +35,7 @@ def top() -> Path:
 @contextlib.contextmanager
 def changed_table(monkeypatch, tmp_path, module, attr: str, text: str, *readers):
     """While the block runs, ``module.attr`` (a path: one of the module's
-    tables, e.g. targets.OPS_DEF) is a copy in tmp_path holding ``text``; the
+    tables, e.g. vocab.OPS_DEF) is a copy in tmp_path holding ``text``; the
     caches of ``readers`` (lru_cache'd functions that read it) are cleared
     before and after. Yields the copy's path."""
     f = tmp_path / getattr(module, attr).name

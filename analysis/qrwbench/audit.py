@@ -53,7 +53,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from . import elfmini, outputs, targets
+from . import elfmini, outputs, vocab
 
 # Kernel functions that hold qrwlock code. On arm64 without preemption the
 # _raw_* lock functions are inlined into their callers (ARCH_INLINE_*), so a
@@ -185,25 +185,25 @@ PAGE = 4096     # a TCG translation block does not chain directly across a guest
 
 def module_impls() -> tuple[str, ...]:
     """The in-module qrwlock instances: the module rows of the lock table
-    bench/module/qrwb_impls.def (targets.lock_impls), in table order."""
-    return tuple(i.name for i in targets.lock_impls() if i.kind == "module")
+    bench/module/qrwb_impls.def (vocab.lock_impls), in table order."""
+    return tuple(i.name for i in vocab.lock_impls() if i.kind == "module")
 
 
 def _impls_of(kind: str) -> tuple[str, ...]:
-    return tuple(i.name for i in targets.lock_impls() if i.kind == kind)
+    return tuple(i.name for i in vocab.lock_impls() if i.kind == kind)
 
 
 def _lock_twins() -> list[tuple]:
     """(copy 0, copy n) row pairs of the lock table that must be identical
     code (the A/A control): same kind and ordering, no injected barrier."""
-    rows = [i for i in targets.lock_impls() if not i.mb]
+    rows = [i for i in vocab.lock_impls() if not i.mb]
     return [(a, b) for a in rows if a.copy == 0 for b in rows
             if b.copy and (b.kind, b.ordering) == (a.kind, a.ordering)]
 
 
 def op_table() -> list[tuple[str, str]]:
-    """(op, ordering) rows of qrwb_ops.def, in table order (targets.op_orderings)."""
-    return [(op, o) for op, orderings in targets.op_orderings().items() for o in orderings]
+    """(op, ordering) rows of qrwb_ops.def, in table order (vocab.op_orderings)."""
+    return [(op, o) for op, orderings in vocab.op_orderings().items() for o in orderings]
 
 
 def lse_cap(kdir: Path | None) -> int:
@@ -368,11 +368,11 @@ def per_op(order: list[str], unroll: int) -> list[str] | None:
 def _fn_record(arch: str, name: str, insns: list[str], addr: int, size: int,
                paths: dict | None) -> dict:
     """One function's record. A timed atomics loop (``qrwb_loop_*``) writes
-    its op targets.loop_unroll() times: its "order" and counts are those of
+    its op vocab.loop_unroll() times: its "order" and counts are those of
     one op ("unrolled": the repetitions, "per_op": False when the loop's
     ordering instructions are not that many copies of one op's, and then
     "order" is the whole loop's)."""
-    unroll = targets.loop_unroll() if name.startswith("qrwb_loop_") else 1
+    unroll = vocab.loop_unroll() if name.startswith("qrwb_loop_") else 1
 
     def fold(order):
         one = per_op(order, unroll)
@@ -417,7 +417,7 @@ _LSE_FORM = re.compile(r"^(ld(?:add|clr|eor|set|smax|smin|umax|umin)|st(?:add|cl
 
 def _want_suffix(ordering: str) -> str | None:
     """The arm64 LSE suffix an ordering's promise needs (full: "al")."""
-    p = targets.ORDERING_PROMISE.get(ordering)
+    p = vocab.ORDERING_PROMISE.get(ordering)
     if p is None:
         return None
     return ("a" if p & {"acquire", "barrier"} else "") + ("l" if p & {"release", "barrier"} else "")
@@ -426,7 +426,7 @@ def _want_suffix(ordering: str) -> str | None:
 def _want_llsc(ordering: str) -> str:
     """What an ordering's promise compiles to with LL/SC (full: the barrier
     after a store-release gives the acquire)."""
-    p = targets.ORDERING_PROMISE[ordering]
+    p = vocab.ORDERING_PROMISE[ordering]
     if "barrier" in p:
         return "ldxr + stlxr + dmb ish"
     return f"ld{'a' if 'acquire' in p else ''}xr + st{'l' if 'release' in p else ''}xr"
@@ -539,7 +539,7 @@ def _arm64_rmw_kind(path: str, ordering: str, s: dict) -> str | None:
     if not ((s["ldxr"] or s["ldaxr"]) and (s["stxr"] or s["stlxr"])):
         return "missing"
     acq, rel, mb = s["ldaxr"] or s["ldar"], s["stlxr"] or s["stlr"], s["dmb_full"] > 0
-    p = targets.ORDERING_PROMISE[ordering]
+    p = vocab.ORDERING_PROMISE[ordering]
     # a full barrier after the store-release is the acquire of a full RMW
     need_acq, need_rel, need_mb = "acquire" in p and "barrier" not in p, "release" in p, "barrier" in p
     ok_weak = (acq or not need_acq) and (rel or not need_rel) and (mb or not need_mb)
@@ -568,7 +568,7 @@ def promised_ordering(op: str, ordering: str, fully_ordered: bool) -> str:
     for an op with ordering variants (a value-returning RMW atomic, xchg,
     cmpxchg) in a kernel built with every atomic fully ordered. Void RMW ops
     (one ordering, relaxed), barriers and acquire/release accesses keep theirs."""
-    if fully_ordered and "full" in targets.op_orderings().get(op, ()):
+    if fully_ordered and "full" in vocab.op_orderings().get(op, ()):
         return "full"
     return ordering
 
@@ -614,7 +614,7 @@ def audit_module(ko: Path, arch: str, variant: str, kdir: Path | None = None,
         if not_folded:
             doc["findings"].append({"kind": "unroll", "op": op, "ordering": o,
                                     "text": f"the {'/'.join(not_folded)} loop of {op}_{o} is not "
-                                            f"{targets.loop_unroll()} copies of one op: its ordering "
+                                            f"{vocab.loop_unroll()} copies of one op: its ordering "
                                             "instructions are shown for the whole loop"})
         if not entry["copies_identical"]:
             doc["findings"].append({"kind": "aa-copies-differ", "op": op, "ordering": o,
@@ -690,7 +690,7 @@ def module_identical(mods: list[dict]) -> list[dict]:
             for g in ordering_groups(key):
                 out.append({"arch": arch, "impl": "inline", "workload": "atomics", "op": op,
                             "variants": g})
-        impls = targets.module_lock_variants()
+        impls = vocab.module_lock_variants()
         key = {v: "|".join(m["locks"][i]["hash"] for m in group)
                for v, i in impls.items() if all(i in m["locks"] for m in group)}
         for g in ordering_groups(key):
@@ -743,7 +743,7 @@ def module_notes(mods: list[dict]) -> list[dict]:
                        "ordered) in this kernel, whatever the variant: 6.12's "
                        "__lse_atomic_sub_return##name calls the fully ordered "
                        "__lse_atomic_fetch_sub")
-                for impl in targets.RESULT_IMPLS["rwlock"]:
+                for impl in vocab.RESULT_IMPLS["rwlock"]:
                     notes.append({"arch": "arm64", "impl": impl, "workload": "rwlock", "text": txt})
     if any(m["arch"] == "x86_64" for m in mods):
         notes.append({"arch": "x86_64", "impl": "inline", "workload": "atomics",
@@ -830,7 +830,7 @@ def run(args) -> int:
     """``python3 -m qrwbench audit``: an output directory that is not the
     audit's raises QrwbenchError (cli.main prints it; nothing is written)."""
     out = outputs.check(args.out, "audit")      # before any work
-    dirs = [Path(k) for k in args.kernels] or targets.built_kernels()
+    dirs = [Path(k) for k in args.kernels] or vocab.built_kernels()
     if not dirs:
         print("audit: no built kernels under build/kernels (run 'make kernels')", file=sys.stderr)
         return 1
@@ -842,7 +842,7 @@ def run(args) -> int:
     for i, d in enumerate(dirs, 1):
         print(f"audit: {i} of {len(dirs)}: {d.name}", file=sys.stderr)
         audits.append(audit_kernel(d))
-        ko = targets.module_ko(*d.name.split("-", 1))
+        ko = vocab.module_ko(*d.name.split("-", 1))
         if not args.no_modules and ko.exists():
             arch, variant = d.name.split("-", 1)
             print(f"audit: module {d.name}", file=sys.stderr)

@@ -26,23 +26,23 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from . import kvm, matrix, outputs, perf, provenance, qemu, store, targets
+from . import kvm, matrix, outputs, perf, provenance, qemu, store, vocab
 from . import pin as pinmod
-from .targets import TOP, InputError
+from .vocab import TOP, InputError
 
-RUNS = Path(os.environ.get("QRWB_RUNS", targets.BUILD / "runs"))
+RUNS = Path(os.environ.get("QRWB_RUNS", vocab.BUILD / "runs"))
 
 
 def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
     """(kernel image, initrd, kernel build dir, source tree) of a cell, checked to exist."""
-    kdir = targets.kernel_dir(arch, variant)
-    image = kdir / targets.ARCHES[arch].image
-    initrd = targets.initrd(arch, variant)
+    kdir = vocab.kernel_dir(arch, variant)
+    image = kdir / vocab.ARCHES[arch].image
+    initrd = vocab.initrd(arch, variant)
     if not (kdir / ".qrwbench-built").exists() or not image.exists():
         raise InputError(f"kernel {arch}-{variant} is not built: run 'make kernel ARCH={arch} VARIANT={variant}'")
     if not initrd.exists():
         raise InputError(f"initramfs {initrd} is missing: run 'make guests'")
-    return image, initrd, kdir, targets.kernel_src(variant)
+    return image, initrd, kdir, vocab.kernel_src(variant)
 
 
 def cell_provenance(cell: matrix.Cell) -> dict:
@@ -87,7 +87,7 @@ def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb
             **provenance.rig_state(), **provenance.kernel_state(kdir, src), **provenance.host_state(),
             "qemu_binary": cmd[0], "qemu_version": qemu.qemu_version(cmd[0]), "qemu_cmd": cmd,
             "accel": cell.accel, "cpu_model": cell.cpu, "kvm_probe": kvm_probe,
-            "overcommitted": cell.vcpus > targets.host_cpus(), "seed": seed,
+            "overcommitted": cell.vcpus > vocab.host_cpus(), "seed": seed,
             "pin_plan": pin_plan,
             "started_at": provenance.now(), **(extra or {})}
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
@@ -211,13 +211,13 @@ NOT_ASKED = {"usable": False, "reason": "not asked for", "booted": False}
 def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
     """KVM verdict for ``arch`` guests: the static check, then one real boot of
     the rig's own guest (cached, kvm.probe)."""
-    if platform.machine() not in targets.ARCHES[arch].host_machine:
+    if platform.machine() not in vocab.ARCHES[arch].host_machine:
         return {"usable": False, "reason": kvm.static_check(arch)[1], "booted": False}
 
     def probe_boot():
-        cell = matrix.Cell(arch, "kvm", targets.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
+        cell = matrix.Cell(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
                            (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
-        d = targets.BUILD / f"kvm-probe-run-{arch}"
+        d = vocab.BUILD / f"kvm-probe-run-{arch}"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
         tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
         return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
@@ -290,7 +290,7 @@ def kernels_needed(m: matrix.Matrix) -> list[str]:
     KVM probe (acqrel) of each KVM target this host could run."""
     need = {(c.arch, c.variant) for c in matrix.cells(m)}
     need |= {(t["arch"], "acqrel") for t in m.targets
-             if t["accel"] == "kvm" and platform.machine() in targets.ARCHES[t["arch"]].host_machine}
+             if t["accel"] == "kvm" and platform.machine() in vocab.ARCHES[t["arch"]].host_machine}
     return sorted(f"{a}-{v}" for a, v in need)
 
 
@@ -332,7 +332,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     for c in {(c.arch, c.variant) for c in cells}:
         kernel_paths(*c)
     for c in cells:
-        nr = targets.nr_cpus(c.arch, c.variant)
+        nr = vocab.nr_cpus(c.arch, c.variant)
         if nr is not None and c.vcpus > nr:
             raise InputError(f"{c.label()}: {c.vcpus} vCPUs exceed the kernel's NR_CPUS={nr}")
     boots = matrix.boots(m, cells)

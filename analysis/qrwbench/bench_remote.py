@@ -10,8 +10,8 @@ import shutil
 import time
 from pathlib import Path
 
-from . import matrix, outputs, provenance, qemu, remote, store, targets
-from .targets import InputError
+from . import matrix, outputs, provenance, qemu, remote, store, vocab
+from .vocab import InputError
 
 TSC_PLACEHOLDER = "@QRWB_TSC_KHZ@"
 
@@ -74,7 +74,7 @@ def job_for(hosts: Hosts, cell: matrix.Cell, seed: int, rid: str, timeout_s: int
     """(job script, QEMU argv with the TSC placeholder) of one remote boot."""
     from .bench import append_for
     image, initrd = kernel[0], kernel[1]
-    a = targets.ARCHES[cell.arch]
+    a = vocab.ARCHES[cell.arch]
     argv = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb,
                         hosts.blob(image), hosts.blob(initrd), append_for(cell, seed),
                         binary=a.qemu, tsc_khz=TSC_PLACEHOLDER)

@@ -45,9 +45,9 @@ import time
 from pathlib import Path
 
 
-from . import gitutil, ktree, store, targets
+from . import gitutil, ktree, store, vocab
 from .errors import QrwbenchError
-from .targets import TOP
+from .vocab import TOP
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 MORE_ROUNDS = 3     # a step not judged measures BOOTS more boots up to this many times
@@ -59,7 +59,7 @@ def log(msg: str) -> None:
 
 
 def workdir(cell, root=None) -> ktree.Workdir:
-    base = Path(root) if root else targets.BUILD / "bisect"
+    base = Path(root) if root else vocab.BUILD / "bisect"
     return ktree.Workdir.single(base / f"{cell.arch}-{cell.variant}")
 
 
@@ -275,7 +275,7 @@ def prepare(good: str, bad: str, cell_text: str, kernel_src=None, *, db=None, bo
     return {"cell": ktree.cell_text(cell), "src": str(src), "good": gsha, "bad": bsha,
             "db": str(Path(db or store.default_db_path()).resolve()), "boots": boots, "threshold": threshold,
             "alpha": alpha, "rig": provenance.rig_state()["rig_commit"],
-            "runs": str(Path(runs_root or targets.BUILD / "runs").resolve()),
+            "runs": str(Path(runs_root or vocab.BUILD / "runs").resolve()),
             "workdir": {k: str(getattr(wd, k)) for k in ("root", "linux", "obj", "module", "guest", "initrd")}}
 
 

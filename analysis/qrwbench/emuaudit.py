@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import bench, outputs, qemu, targets
+from . import bench, outputs, qemu, vocab
 from .elfmini import Elf
-from .targets import InputError
+from .vocab import InputError
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
@@ -162,10 +162,10 @@ def comparisons() -> list[tuple[str, str, str, str, tuple[str, ...], tuple[str, 
     """(impl, op, variant a, variant b, functions of a, functions of b): every
     atomics ordering pair of qrwb_ops.def and every qrwlock copy pair."""
     out = []
-    for op, ords in targets.op_orderings().items():
+    for op, ords in vocab.op_orderings().items():
         for a, b in itertools.combinations(ords, 2):
             out.append(("inline", op, a, b, (f"qrwb_loop_{op}_{a}_c0",), (f"qrwb_loop_{op}_{b}_c0",)))
-    copies = targets.module_lock_variants()        # the module's qrwlock copies (c0)
+    copies = vocab.module_lock_variants()        # the module's qrwlock copies (c0)
     fns = lambda v: tuple(f"qrwb_{copies[v]}_{p}" for p in ("loop", "read_lock_slowpath",
                                                             "write_lock_slowpath"))
     for a, b in itertools.combinations(copies, 2):
@@ -229,7 +229,7 @@ def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
     params = {"workload": workload, "seed": 1, **WORKLOADS[workload], **(extra or {})}
     append = " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
     cmd = qemu.command(arch, "tcg", cpu, vcpus, 256, image, initrd, append)
-    lo, hi = targets.ARCHES[arch].module_area
+    lo, hi = vocab.ARCHES[arch].module_area
     log = out / "tcg.log"
     i = cmd.index("-append")
     cmd[i:i] = ["-d", "in_asm,op_opt", "-dfilter", f"{lo:#x}..{hi:#x}", "-D", str(log)]
@@ -245,7 +245,7 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
     """Label every comparison on every TCG target (``cpus``: only these (arch,
     cpu) pairs); rows with arch, cpu_model, vcpus."""
     rows = []
-    tgts = [(a, c) for a, arch in targets.ARCHES.items() for c in arch.cpu_models
+    tgts = [(a, c) for a, arch in vocab.ARCHES.items() for c in arch.cpu_models
             if cpus is None or (a, c) in cpus]
     n, i = len(tgts) * len(vcpus) * len(workloads), 0
     for (arch, cpu), v, wl in itertools.product(tgts, vcpus, workloads):
@@ -253,7 +253,7 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
         d = out / "runs" / f"{arch}-{cpu}-{v}v-{wl}"
         log(f"[emulator audit {i}/{n}] {arch}/tcg/{cpu} {v}v {wl} (log: {d / 'tcg.log'})")
         console, text = boot_logged(arch, cpu, v, wl, d, extra=(extra or {}).get(wl))
-        ko = targets.module_ko(arch, "acqrel")
+        ko = vocab.module_ko(arch, "acqrel")
         lay = layout(console, ko)
         tbs = parse_log(text)
         for r in audit_boot(tbs, lay, Elf(ko)):
@@ -299,7 +299,7 @@ def run(a) -> int:
         vcpus = ()
     if not vcpus or not all(1 <= v <= 8 for v in vcpus):
         raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
-    for arch in targets.ARCHES:
+    for arch in vocab.ARCHES:
         bench.kernel_paths(arch, "acqrel")         # before any boot
     out = outputs.check(a.out, "emulator", "qrwbench emulator audit directory")
     ver = qemu.qemu_version(qemu.qemu_binary("arm64"))

@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gitutil, matrix, targets
+from . import gitutil, matrix, vocab
 from .errors import QrwbenchError
-from .targets import TOP
+from .vocab import TOP
 
-DEFAULT_SRC = targets.BUILD / "src" / "linux"
+DEFAULT_SRC = vocab.BUILD / "src" / "linux"
 CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
 # what a kernel tree must have for the rig to configure and build it
 KERNEL_FILES = ("Makefile", "kernel/Kconfig.locks", "scripts/kconfig/merge_config.sh")
@@ -54,11 +54,11 @@ def parse_cell(text: str) -> matrix.Cell:
                             f"need 6: {CELL_SYNTAX}")
     arch_name, accel, cpu, variant, wl, vcpus = parts
     workload, _, ptext = wl.partition(":")
-    arch = targets.check_arch(arch_name)
-    targets.check_accel(accel)
-    targets.check_cpu_model(arch, accel, cpu)
-    targets.check_variant(variant)
-    targets.check_workload(workload)
+    arch = vocab.check_arch(arch_name)
+    vocab.check_accel(accel)
+    vocab.check_cpu_model(arch, accel, cpu)
+    vocab.check_variant(variant)
+    vocab.check_workload(workload)
     nr = matrix.config_nr_cpus()
     if not _DIGITS.fullmatch(vcpus) or not 1 <= int(vcpus) <= nr:
         raise QrwbenchError(f"CELL {text!r}: vCPUs {vcpus!r} is not a count in 1..{nr} (NR_CPUS)")
@@ -254,7 +254,7 @@ class BuildError(QrwbenchError):
 
 def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
     """(image, initrd, build dir, source tree) of wd, for bench.boot_one(kernel=...)."""
-    image = wd.obj / targets.ARCHES[arch].image
+    image = wd.obj / vocab.ARCHES[arch].image
     if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
         raise QrwbenchError(f"kernel in {wd.obj} is not built")
     if not wd.initrd.exists():

@@ -16,10 +16,10 @@ import os
 import platform
 from pathlib import Path
 
-from . import targets
-from .targets import ARCHES
+from . import vocab
+from .vocab import ARCHES
 
-CACHE = targets.BUILD / "kvm-probe.json"
+CACHE = vocab.BUILD / "kvm-probe.json"
 
 
 def static_check(arch: str = "x86_64") -> tuple[bool, str]:

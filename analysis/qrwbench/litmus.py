@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import matrix, records, targets
+from . import matrix, records, vocab
 from .errors import QrwbenchError
 
-DEFAULT_CANARIES = targets.BUILD / "torture" / "canaries.json"     # make torture writes it
+DEFAULT_CANARIES = vocab.BUILD / "torture" / "canaries.json"     # make torture writes it
 
 # the canaries whose firing shows the reordering a relaxed read lock allows
 MP_CANARIES = ("mp", "qrw_unlock_rlock_relaxed")

@@ -17,8 +17,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import targets
-from .targets import TOP, InputError
+from . import vocab
+from .vocab import TOP, InputError
 
 RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool,
             "pin": bool, "max_boots": int, "budget_min": int, "target_pct": (int, float),
@@ -71,13 +71,13 @@ def module_params() -> tuple[dict, set]:
 HOST_PARAMS = {"workload", "seed"}
 # Values of the string parameters other than ops (the module's
 # qrwb_params.def describes the same; the module checks them again).
-STR_CHOICES = {"placement": ("both",) + targets.PLACEMENTS["atomics"],
-               "impl": ("all",) + targets.RESULT_IMPLS["rwlock"]}
+STR_CHOICES = {"placement": ("both",) + vocab.PLACEMENTS["atomics"],
+               "impl": ("all",) + vocab.RESULT_IMPLS["rwlock"]}
 
 
 def op_names() -> list[str]:
     """Op names of the module's op table bench/module/qrwb_ops.def."""
-    return list(targets.op_orderings())
+    return list(vocab.op_orderings())
 
 
 @dataclass(frozen=True)
@@ -288,8 +288,8 @@ def load(path: str | Path) -> Matrix:
                target_pct=float(run.get("target_pct", DEFAULT_TARGET_PCT["in-boot"])),
                kernel_target_pct=float(run.get("kernel_target_pct", DEFAULT_TARGET_PCT["kernel"])))
     m.max_boots = run.get("max_boots", m.boots)
-    workloads = targets.WORKLOADS + (targets.TEST_WORKLOADS if run.get("test_workloads") else ())
-    mem_hi = min(MAX_MEM_MB, targets.host_mem_mb())
+    workloads = vocab.WORKLOADS + (vocab.TEST_WORKLOADS if run.get("test_workloads") else ())
+    mem_hi = min(MAX_MEM_MB, vocab.host_mem_mb())
     for key, value, lo, hi in (("boots", m.boots, 1, MAX_BOOTS),
                                ("timeout_s", m.timeout_s, 1, MAX_TIMEOUT_S),
                                ("mem_mb", m.mem_mb, MIN_MEM_MB, mem_hi),
@@ -310,12 +310,12 @@ def load(path: str | Path) -> Matrix:
         _check_keys(at, where, t, TARGET_KEYS, {"arch", "accel"})
         key = "arch"            # the key being checked, for the error's line
         try:
-            arch = targets.check_arch(t["arch"])
+            arch = vocab.check_arch(t["arch"])
             key = "accel"
-            targets.check_accel(t["accel"])
+            vocab.check_accel(t["accel"])
             key = "cpu"
             cpu = t.get("cpu", arch.kvm_cpu if t["accel"] == "kvm" else arch.cpu_models[0])
-            targets.check_cpu_model(arch, t["accel"], cpu)
+            vocab.check_cpu_model(arch, t["accel"], cpu)
         except InputError as e:
             raise at.error(f"{where}: {e}", key) from None
         m.targets.append({"arch": t["arch"], "accel": t["accel"], "cpu": cpu,
@@ -329,7 +329,7 @@ def load(path: str | Path) -> Matrix:
                            "name")
         try:
             for v in w["variants"]:
-                targets.check_variant(v)
+                vocab.check_variant(v)
         except InputError as e:
             raise at.error(f"{where}: {e}", "variants") from None
         nr = config_nr_cpus()
@@ -344,7 +344,7 @@ def load(path: str | Path) -> Matrix:
                 raise at.error(f"{where}.vcpus: {n!r} is not a vCPU count in 1..{nr} (NR_CPUS)", "vcpus")
         if not w["variants"]:
             raise at.error(f"{where}.variants is empty: give at least one of "
-                           f"{', '.join(targets.kernel_variants())}", "variants")
+                           f"{', '.join(vocab.kernel_variants())}", "variants")
         if not vcpus:
             raise at.error(f"{where}.vcpus is empty: give at least one vCPU count in 1..{nr}",
                            "vcpus")
@@ -369,13 +369,13 @@ def with_accel(m: Matrix, accel: str) -> Matrix:
     """The matrix with every target under ``accel`` (ACCEL=kvm|tcg): kvm makes
     each target a required KVM target with -cpu host (KVM must then work, or
     the bench says why and stops); tcg drops the KVM targets."""
-    targets.check_accel(accel)
+    vocab.check_accel(accel)
     out, seen = [], set()
     for t in m.targets:
         if accel == "tcg" and t["accel"] == "kvm":
             continue
         if accel == "kvm":
-            t = {"arch": t["arch"], "accel": "kvm", "cpu": targets.ARCHES[t["arch"]].kvm_cpu,
+            t = {"arch": t["arch"], "accel": "kvm", "cpu": vocab.ARCHES[t["arch"]].kvm_cpu,
                  "optional": False}
         key = (t["arch"], t["accel"], t["cpu"])
         if key not in seen:

@@ -23,11 +23,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import stats, targets  # noqa: E402
+from . import stats, vocab  # noqa: E402
 
 PER_FIGURE = 12          # panels per figure
 MAX_FIGURES = 40         # per plot kind; the report says when more were left out
-_VARIANT_ORDER = targets.VARIANT_ORDER
+_VARIANT_ORDER = vocab.VARIANT_ORDER
 
 
 def _slug(text: str) -> str:

@@ -25,7 +25,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import bench, ktree, outputs, perf, targets
+from . import bench, ktree, outputs, perf, vocab
 from .errors import QrwbenchError
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
@@ -64,7 +64,7 @@ def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) 
     ok, why = perf.usable("stat")
     if not ok:
         raise QrwbenchError(f"perf cannot run here: {why}")
-    final = outputs.check(Path(out_root or targets.BUILD / "perf") / slug(cell), "perf")
+    final = outputs.check(Path(out_root or vocab.BUILD / "perf") / slug(cell), "perf")
     bench.kernel_paths(cell.arch, cell.variant)
     with outputs.replacing(final, "perf") as out:
         data = out / "perf.data"
@@ -104,7 +104,7 @@ def run(args) -> int:
     """``python3 -m qrwbench perf``: bad input raises QrwbenchError (cli.main prints it)."""
     if args.check:
         cell = ktree.parse_cell(args.cell)
-        outputs.check(Path(args.out or targets.BUILD / "perf") / slug(cell), "perf")
+        outputs.check(Path(args.out or vocab.BUILD / "perf") / slug(cell), "perf")
         print(f"{cell.arch}-{cell.variant}")
         return 0
     if not 1 <= args.top <= 10000:

@@ -5,8 +5,8 @@ import datetime as dt
 import hashlib
 from pathlib import Path
 
-from . import gitutil, targets
-from .targets import TOP
+from . import gitutil, vocab
+from .vocab import TOP
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -41,7 +41,7 @@ def kernel_state(kdir: Path, src: Path) -> dict:
 
 
 def host_state() -> dict:
-    return {"host_cpu_model": targets.host_cpu_model(), "host_cpus": targets.host_cpus(),
+    return {"host_cpu_model": vocab.host_cpu_model(), "host_cpus": vocab.host_cpus(),
             "host_kernel": Path("/proc/sys/kernel/osrelease").read_text().strip()}
 
 

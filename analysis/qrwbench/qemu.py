@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from . import pin as pinmod
-from . import targets
-from .targets import ARCHES, TOP, InputError
+from . import vocab
+from .vocab import ARCHES, TOP, InputError
 
 CONSOLE_LIMIT = 16 << 20        # bytes; a guest printing more is broken
 PIN_WAIT_S = 10                 # seconds for QEMU to create its vCPU threads
@@ -42,7 +42,7 @@ def qemu_version(binary: str) -> str:
 def tsc_tool() -> Path:
     """build/tools/tsc_khz from guest/host/tsc_khz.c (built on demand)."""
     src = TOP / "guest" / "host" / "tsc_khz.c"
-    exe = targets.BUILD / "tools" / "tsc_khz"
+    exe = vocab.BUILD / "tools" / "tsc_khz"
     if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
         exe.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["gcc", "-O2", "-o", str(exe) + ".tmp", str(src)], check=True)

@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from . import faults as _faults
-from . import targets
+from . import vocab
 from .errors import one_line
 
 PREFIX = "@@QRWB "
@@ -33,15 +33,15 @@ MAX_JSON_BYTES = 4096
 MAX_LINE_BYTES = 16384          # any console line, record or not
 MAX_CONSOLE_BYTES = 64 << 20    # the whole log
 
-ARCHES = tuple(targets.ARCHES)
-WORKLOADS = targets.WORKLOADS + targets.TEST_WORKLOADS + targets.MODULE_WORKLOADS
+ARCHES = tuple(vocab.ARCHES)
+WORKLOADS = vocab.WORKLOADS + vocab.TEST_WORKLOADS + vocab.MODULE_WORKLOADS
 # per workload what a result record may name (the test-only hang workload
 # prints none, so it may name anything either prints)
-IMPLS = dict(targets.RESULT_IMPLS)
-VARIANTS = {"atomics": targets.orderings(), "rwlock": targets.rwlock_variants()}
-PLACEMENTS = dict(targets.PLACEMENTS)
+IMPLS = dict(vocab.RESULT_IMPLS)
+VARIANTS = {"atomics": vocab.orderings(), "rwlock": vocab.rwlock_variants()}
+PLACEMENTS = dict(vocab.PLACEMENTS)
 for _d in (IMPLS, VARIANTS, PLACEMENTS):
-    _d[targets.TEST_WORKLOADS[0]] = tuple(dict.fromkeys(x for w in targets.WORKLOADS for x in _d[w]))
+    _d[vocab.TEST_WORKLOADS[0]] = tuple(dict.fromkeys(x for w in vocab.WORKLOADS for x in _d[w]))
 RWLOCK_PARAMS = ("write_pct", "nlocks", "cs_work", "think_work", "cs_lines")
 # in-kernel perf counters: begin.pmu says which the guest counted
 PMU_COUNTERS = ("cycles", "instructions")
@@ -63,7 +63,7 @@ _PRINTABLE_RE = re.compile(r"[ -~]*\Z")
 def variants(workload: str) -> tuple[str, ...]:
     """The variants a result of ``workload`` may have (impl kernel aside: its
     kernel build's). rwlock: the orderings of the module's qrwlock copies,
-    the module rows of the lock table (targets.lock_impls)."""
+    the module rows of the lock table (vocab.lock_impls)."""
     return VARIANTS[workload]
 
 
@@ -209,7 +209,7 @@ def check_begin(rec: dict) -> None:
     _require(rec, ("arch", "kernel_variant", "kernel_release", "workload", "seed",
                    "online_cpus", "threads", "params"), "begin")
     _str(rec, "arch", ARCHES)
-    _str(rec, "kernel_variant", tuple(targets.kernel_variants()))
+    _str(rec, "kernel_variant", tuple(vocab.kernel_variants()))
     _str(rec, "kernel_release", maxlen=64)
     _str(rec, "workload", WORKLOADS)
     _int(rec, "seed", 0, (1 << 64) - 1)     # a u64 parameter, kept as JSON text
@@ -241,14 +241,14 @@ def check_result(rec: dict, begin: dict) -> None:
     if workload == "rwlock" and op != "rwlock":
         raise RecordError(f"rwlock result has op {op!r}, expected 'rwlock'")
     if impl == "kernel":
-        variant = _str(rec, "variant", tuple(targets.kernel_variants()))
+        variant = _str(rec, "variant", tuple(vocab.kernel_variants()))
         if variant != begin["kernel_variant"]:
             raise RecordError(f"impl 'kernel' result has variant {variant!r} but the "
                               f"kernel is {begin['kernel_variant']!r}")
     else:
         _str(rec, "variant", variants(workload))
     if workload == "atomics":
-        orderings = targets.op_orderings().get(op)
+        orderings = vocab.op_orderings().get(op)
         if orderings is None:
             raise RecordError(f"op {op!r} is not in the module's op table (qrwb_ops.def)")
         if rec["variant"] not in orderings:
@@ -301,7 +301,7 @@ def check_litmus(rec: dict, begin: dict) -> None:
     if begin["workload"] != "litmus":
         raise RecordError(f"litmus record in a {begin['workload']!r} run")
     _require(rec, ("test", "lkmm", "want", "iters", "ns", "counts"), "litmus")
-    tests = targets.litmus_tests()
+    tests = vocab.litmus_tests()
     name = _str(rec, "test", tuple(tests))
     t = tests[name]
     if rec["lkmm"] != t.lkmm:

@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import targets
-from .targets import InputError
+from . import vocab
+from .vocab import InputError
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 PROBE_TIMEOUT_S = 30
@@ -91,11 +91,11 @@ class Host:
         if not self.ok:
             return self.reason
         if arch not in self.qemu:
-            return f"no {targets.ARCHES[arch].qemu} on {self.name}"
+            return f"no {vocab.ARCHES[arch].qemu} on {self.name}"
         if accel == "kvm":
             if self.kvm:
                 return self.kvm
-            if self.machine not in targets.ARCHES[arch].host_machine:
+            if self.machine not in vocab.ARCHES[arch].host_machine:
                 return f"{self.name} is {self.machine}: cannot run {arch} under KVM"
         return ""
 
@@ -124,7 +124,7 @@ mkdir -p %(dir)s/blobs %(dir)s/jobs && echo "dir=ok"
 def probe(name: str) -> Host:
     """What ``name`` is and can run (one ssh call; never raises)."""
     h = Host(name)
-    qemus = " ".join(a.qemu for a in targets.ARCHES.values())
+    qemus = " ".join(a.qemu for a in vocab.ARCHES.values())
     script = _PROBE % {"qemus": qemus, "dir": shlex.quote(remote_dir())}
     try:
         r = subprocess.run([*ssh_command(), name, script], capture_output=True, text=True,
@@ -143,7 +143,7 @@ def probe(name: str) -> Host:
         h.cpus = int(kv.get("cpus", "0"))
     except ValueError:
         h.cpus = 0
-    for arch, a in targets.ARCHES.items():
+    for arch, a in vocab.ARCHES.items():
         if f"qemu:{a.qemu}" in kv:
             h.qemu[arch] = kv[f"qemu:{a.qemu}"]
     if kv.get("dir") != "ok":

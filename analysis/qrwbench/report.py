@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, harness, history, litmus, matrix, outputs, planner, plots, stats, store, tables, targets
+from . import codeid, gitutil, harness, history, litmus, matrix, outputs, planner, plots, stats, store, tables, vocab
 from .errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -126,7 +126,7 @@ def _agreement(cset) -> list[list[str]]:
     """rwlock: does the kernel-build comparison agree with the in-module one?"""
     by = {}
     for c in cset.comparisons:
-        if c.cell.workload == "rwlock" and c.cell.impl in targets.RESULT_IMPLS["rwlock"]:
+        if c.cell.workload == "rwlock" and c.cell.impl in vocab.RESULT_IMPLS["rwlock"]:
             by[(c.cell.replace(impl=""), c.variant, c.cell.impl)] = c
     rows = []
     for (cell, variant, impl), k in sorted(by.items(), key=lambda kv: kv[0][:2]):

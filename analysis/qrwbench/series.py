@@ -27,10 +27,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import gitutil, ktree, provenance, store, targets
+from . import gitutil, ktree, provenance, store, vocab
 from .errors import QrwbenchError
 
-ROOT = targets.BUILD
+ROOT = vocab.BUILD
 
 
 def commits(src: Path, frm: str, to: str) -> list[str]:

@@ -42,11 +42,11 @@ import numpy as np
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from . import effects, targets
+from . import effects, vocab
 from .defaults import ALPHA, CORRECTIONS
 from .errors import QrwbenchError
 
-DEFAULT_BASELINES = targets.BASELINES
+DEFAULT_BASELINES = vocab.BASELINES
 CONFIDENCE = 0.95
 POWER = 0.80
 N_RESAMPLES = 2000
@@ -509,7 +509,7 @@ def compare_cells(samples, *, baselines=None, alpha=ALPHA, correction="holm",
             if set(a).isdisjoint(b):
                 # a kernel that recompiles the module's atomics (allfull) changes
                 # the reference copy too: both sides unnormalized then
-                r = None if any(targets.variant_recompiles_module(v) for v in (variant, base)) else ref
+                r = None if any(vocab.variant_recompiles_module(v) for v in (variant, base)) else ref
                 va, na = boot_values(a, r)
                 vb, nb = boot_values(b, r)
                 e = effects.boots(va, vb, confidence=confidence)

@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import bench, litmus, matrix, outputs, records
-from .targets import TOP, InputError
+from .vocab import TOP, InputError
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 

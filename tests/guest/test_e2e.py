@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, matrix, qemu, records, targets
+from qrwbench import bench, matrix, qemu, records, vocab
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -23,7 +23,7 @@ def boot(tmp_path, c, timeout=120, seed=7):
 
 
 def orderings_of(op):
-    return set(targets.op_orderings()[op])
+    return set(vocab.op_orderings()[op])
 
 
 @pytest.mark.parametrize("arch,cpu", [("x86_64", "max"), ("arm64", "max"), ("arm64", "cortex-a57")])
@@ -55,10 +55,10 @@ def test_atomics_short_run_is_complete_and_sane(tmp_path, arch, cpu):
 
 
 def test_a_given_batch_is_a_multiple_of_the_loop_unroll(tmp_path):
-    """An atomics loop runs targets.loop_unroll() ops per iteration: a
+    """An atomics loop runs vocab.loop_unroll() ops per iteration: a
     batch= that is not a multiple of it is rounded up, and the ops counted
     are whole batches of it (the record says the batch that ran)."""
-    u = targets.loop_unroll()
+    u = vocab.loop_unroll()
     c = cell("x86_64", "acqrel", "atomics", vcpus=1, ops="atomic_add_return", reps=1,
              duration_ms=2, batch=3 * u + 1)
     st, d, p = boot(tmp_path, c, timeout=60)

@@ -13,7 +13,7 @@ import pytest
 from conftest import TOP, kernel_dir
 from loopback import Loopback
 from qrwbench import remote, stats
-from qrwbench.targets import InputError
+from qrwbench.vocab import InputError
 
 pytestmark = pytest.mark.guest
 

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from qrwbench import matrix, qemu, targets
-from qrwbench.targets import InputError
+from qrwbench import matrix, qemu, vocab
+from qrwbench.vocab import InputError
 
-# the variants, read here from the fragment files themselves (not through targets)
+# the variants, read here from the fragment files themselves (not through vocab)
 VARIANT_FILES = sorted(p.name[len("variant-"):-len(".config")]
                        for p in (Path(__file__).parents[2] / "kernel" / "configs").glob("variant-*.config"))
 
@@ -161,7 +161,7 @@ def test_missing_qemu_binary_names_the_package(monkeypatch):
 
 def test_cpu_model_kvm_needs_host():
     with pytest.raises(InputError, match="valid are host"):
-        targets.check_cpu_model(targets.ARCHES["x86_64"], "kvm", "max")
+        vocab.check_cpu_model(vocab.ARCHES["x86_64"], "kvm", "max")
 
 
 @pytest.mark.parametrize("old,new,line", [

@@ -86,7 +86,7 @@ def test_kernel_src_that_is_not_a_kernel_tree_is_named(tmp_path):
 # -------------------------------------------------------- make, before building
 
 def variant_files():
-    """The variants, read from the fragment files (not through targets)."""
+    """The variants, read from the fragment files (not through vocab)."""
     return sorted(p.name[len("variant-"):-len(".config")]
                   for p in (TOP / "kernel" / "configs").glob("variant-*.config"))
 

@@ -1,7 +1,7 @@
 """One vocabulary (issue 16): no module of the host package writes its own
 list of variants, orderings, lock implementations, workloads, arches or
 placements. They come from the module's tables (qrwb_ops.def, the configs)
-through the vocabulary module, qrwbench/targets.py, which alone may name
+through the vocabulary module, qrwbench/vocab.py, which alone may name
 them."""
 import ast
 
@@ -41,7 +41,7 @@ def hand_written_lists(source: str) -> list[tuple[int, str, list[str]]]:
 
 def test_no_hand_written_vocabulary_outside_the_vocabulary_module():
     hits = [f"{p.name}:{line}: {kind} {names}"
-            for p in sorted(PACKAGE.glob("*.py")) if p.name != "targets.py"
+            for p in sorted(PACKAGE.glob("*.py")) if p.name != "vocab.py"
             for line, kind, names in hand_written_lists(p.read_text())]
     assert hits == []
 
@@ -52,4 +52,4 @@ def test_the_check_finds_a_hand_written_list():
     got = [(line, kind) for line, kind, _ in hand_written_lists(src)]
     assert got == [(1, "variant or ordering"), (2, "variant or ordering"), (4, "workload")]
     # the vocabulary module itself does name them
-    assert hand_written_lists((PACKAGE / "targets.py").read_text())
+    assert hand_written_lists((PACKAGE / "vocab.py").read_text())

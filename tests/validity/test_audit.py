@@ -6,7 +6,7 @@ import json
 import pytest
 
 from conftest import BUILD, TOP, kernel_dir
-from qrwbench import audit, cli, codeid, stats, targets
+from qrwbench import audit, cli, codeid, stats, vocab
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
 
@@ -204,7 +204,7 @@ def test_allfull_promise_is_only_for_rmw_atomics():
 
 
 def test_per_op_folds_an_unrolled_loop_to_one_op():
-    """A timed loop writes its op targets.loop_unroll() times; the audit
+    """A timed loop writes its op vocab.loop_unroll() times; the audit
     reports one op's ordering instructions (inline code: one segment; arm64
     with its LL/SC code out of line: the inline parts, then the out-of-line
     parts), and None when the loop is not that many copies of one op."""
@@ -225,4 +225,4 @@ def test_every_real_loop_folds_to_one_op(x86, arm64):
     for m in (x86, arm64):
         assert [f["text"] for f in m["findings"] if f["kind"] == "unroll"] == []
         loops = [r for n, r in m["functions"].items() if n.startswith("qrwb_loop_")]
-        assert loops and all(r["unrolled"] == targets.loop_unroll() and r["per_op"] for r in loops)
+        assert loops and all(r["unrolled"] == vocab.loop_unroll() and r["per_op"] for r in loops)

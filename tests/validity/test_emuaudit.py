@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import codeid, emuaudit as E, stats, targets
+from qrwbench import codeid, emuaudit as E, stats, vocab
 
 DATA = Path(__file__).parent / "data" / "emu"
 ORDS = ("full", "acquire", "release", "relaxed")
@@ -68,7 +68,7 @@ def test_labels_from_code():
 
 def test_every_ordering_pair_and_lock_copy_pair_is_compared():
     pairs = E.comparisons()
-    n = sum(len(o) * (len(o) - 1) // 2 for o in targets.op_orderings().values())
+    n = sum(len(o) * (len(o) - 1) // 2 for o in vocab.op_orderings().values())
     assert len([p for p in pairs if p[0] == "inline"]) == n
     assert {(p[2], p[3]) for p in pairs if p[0] == "module"} == {
         ("full", "acqrel"), ("full", "relaxed"), ("acqrel", "relaxed")}

@@ -2,7 +2,7 @@
 implementation. The module derives from it the enum, the names, the loop
 table and the selection (qrwb_rwlock.c), Kbuild one object per row from a
 generated source that holds the row; the host reads it with
-targets.lock_impls. All of them must read the same rows."""
+vocab.lock_impls. All of them must read the same rows."""
 import re
 import shutil
 import subprocess
@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import TOP, changed_table
-from qrwbench import audit, targets
+from qrwbench import audit, vocab
 
 MODULE = TOP / "bench" / "module"
 KBUILD = MODULE / "Kbuild"
@@ -44,7 +44,7 @@ def kbuild_sh(start):
 def test_host_reads_the_lock_table_as_the_preprocessor_expands_it():
     rows = cpp_rows(MODULE / "qrwb_impls.def")
     assert len(rows) >= 7
-    assert rows == targets.lock_impls()
+    assert rows == vocab.lock_impls()
     names = [r[0] for r in rows]
     assert len(set(names)) == len(names), "a name is the key of a row"
     assert {r[1] for r in rows} == {"none", "kernel", "module"}
@@ -57,7 +57,7 @@ def test_kbuild_builds_one_object_per_row():
     assert m, sh
     out = subprocess.run(f"{m.group(1)} {MODULE / 'qrwb_impls.def'}", shell=True,
                          capture_output=True, text=True, check=True).stdout.split()
-    assert out == [i.name for i in targets.lock_impls()]
+    assert out == [i.name for i in vocab.lock_impls()]
 
 
 def test_each_generated_source_holds_its_row_once():
@@ -66,7 +66,7 @@ def test_each_generated_source_holds_its_row_once():
     name that only starts like another (acqrel_c1 against acqrel_c1mb)."""
     sed = kbuild_sh("sed -n 's/^QRWB_IMPL(")
     assert sed.endswith("$<"), sed
-    for i in targets.lock_impls():
+    for i in vocab.lock_impls():
         cmd = sed.replace("$*", i.name).replace("$<", str(MODULE / "qrwb_impls.def"))
         out = subprocess.run(cmd, shell=True, capture_output=True, text=True, check=True).stdout
         cols = f"{i.name}, {i.kind}, {i.ordering}, {i.copy}, {i.mb}"
@@ -74,8 +74,8 @@ def test_each_generated_source_holds_its_row_once():
 
 
 def test_the_audit_and_the_emulator_audit_take_their_lists_from_the_table():
-    assert audit.module_impls() == tuple(i.name for i in targets.lock_impls() if i.kind == "module")
-    assert targets.module_lock_variants() == {"full": "full_c0", "acqrel": "acqrel_c0",
+    assert audit.module_impls() == tuple(i.name for i in vocab.lock_impls() if i.kind == "module")
+    assert vocab.module_lock_variants() == {"full": "full_c0", "acqrel": "acqrel_c0",
                                               "relaxed": "relaxed_c0"}
     assert [(a.name, b.name) for a, b in audit._lock_twins()] == [("acqrel_c0", "acqrel_c1")]
 
@@ -87,9 +87,9 @@ def test_a_new_row_is_one_line_of_the_table(tmp_path, monkeypatch):
     line = "QRWB_IMPL(relaxed_c0, module, relaxed, 0, 0)\n"
     assert line in text
     changed = text + "QRWB_IMPL(relaxed_c1, module, relaxed, 1, 0)\n"
-    with changed_table(monkeypatch, tmp_path, targets, "IMPLS_DEF", changed,
-                       targets.lock_impls, audit._sym_impl) as f:
-        assert cpp_rows(f) == targets.lock_impls()
+    with changed_table(monkeypatch, tmp_path, vocab, "IMPLS_DEF", changed,
+                       vocab.lock_impls, audit._sym_impl) as f:
+        assert cpp_rows(f) == vocab.lock_impls()
         assert audit.module_impls()[-1] == "relaxed_c1"
         assert ("relaxed_c0", "relaxed_c1") in [(a.name, b.name) for a, b in audit._lock_twins()]
         assert audit._norm_syms("bl qrwb_relaxed_c1_read_lock_slowpath") == "bl IMPL_read_lock_slowpath"
@@ -99,6 +99,6 @@ def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_impls.def").read_text()
     changed = text.replace("QRWB_IMPL(acqrel_c1, module, acqrel, 1, 0)",
                            "QRWB_IMPL(acqrel_c1, modul, acqrel, 1, 0)")
-    with changed_table(monkeypatch, tmp_path, targets, "IMPLS_DEF", changed, targets.lock_impls):
-        with pytest.raises(targets.InputError, match=r"malformed row 'QRWB_IMPL\(acqrel_c1, modul,"):
-            targets.lock_impls()
+    with changed_table(monkeypatch, tmp_path, vocab, "IMPLS_DEF", changed, vocab.lock_impls):
+        with pytest.raises(vocab.InputError, match=r"malformed row 'QRWB_IMPL\(acqrel_c1, modul,"):
+            vocab.lock_impls()

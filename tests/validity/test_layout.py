@@ -3,7 +3,7 @@ starts on a 64-byte boundary, read from the .ko's ELF symbol table."""
 import pytest
 
 from conftest import BUILD, kernel_dir
-from qrwbench import audit, elfmini, targets
+from qrwbench import audit, elfmini, vocab
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
@@ -21,7 +21,7 @@ def test_timed_loops_are_64_byte_aligned(arch, variant):
              (n.startswith("qrwb_") and n.endswith("_loop"))}
     want = {f"qrwb_loop_{op}_{o}_{c}" for op, o in audit.op_table() for c in audit.COPIES}
     assert want <= set(loops), sorted(want - set(loops))[:5]
-    assert {f"qrwb_{i.name}_loop" for i in targets.lock_impls()} <= set(loops)
+    assert {f"qrwb_{i.name}_loop" for i in vocab.lock_impls()} <= set(loops)
     bad = {n: hex(s.value) for n, s in loops.items() if s.value % 64}
     assert bad == {}, f"{len(bad)} loops not 64-byte aligned, e.g. {list(bad.items())[:3]}"
 

@@ -3,13 +3,13 @@
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, litmus, records, targets, torture
+from qrwbench import bench, litmus, records, torture, vocab
 
 import synth
 
 
 def lit(test, counts, iters=None):
-    t = targets.litmus_tests()[test]
+    t = vocab.litmus_tests()[test]
     return {"type": "litmus", "schema": 1, "test": test, "lkmm": t.lkmm, "want": list(t.want),
             "iters": sum(counts) if iters is None else iters, "ns": 1000, "counts": counts}
 
@@ -20,7 +20,7 @@ def parse(*recs, workload="litmus"):
 
 
 def test_the_table_is_read_from_the_def_file():
-    t = targets.litmus_tests()
+    t = vocab.litmus_tests()
     assert {"mp", "mp_rel_acq", "sb", "sb_mbs", "qrw_unlock_rlock", "qrw_unlock_rlock_relaxed"} <= set(t)
     assert t["sb"].lkmm == "allowed" and t["sb"].want == (0, 0)
     assert t["mp_rel_acq"].lkmm == "forbidden" and t["mp_rel_acq"].want == (1, 0)
@@ -89,7 +89,7 @@ def test_real_canaries_on_two_vcpus(tmp_path):
                              timeout_s=300, mem_mb=256, seed=7)
     assert failed == [], failed
     recs = got["x86_64/tcg/max"]
-    assert [r["test"] for r in recs] == list(targets.litmus_tests())
+    assert [r["test"] for r in recs] == list(vocab.litmus_tests())
     for r in recs:
         assert r["iters"] > 0 and sum(r["counts"]) == r["iters"]
         if r["lkmm"] == "forbidden":

@@ -1,6 +1,6 @@
 """The op table bench/module/qrwb_ops.def has one row per op; its macros
 expand a row to one timed loop per ordering. The host's reading of it
-(targets.op_rows) must be what the C preprocessor makes of it: the module
+(vocab.op_rows) must be what the C preprocessor makes of it: the module
 and the host then know the same ops, orderings and statements."""
 import re
 import shutil
@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import TOP, changed_table
-from qrwbench import targets
+from qrwbench import vocab
 
 MODULE = TOP / "bench" / "module"
 
@@ -33,7 +33,7 @@ def cpp_rows(def_file):
 def test_host_reads_the_op_table_as_the_preprocessor_expands_it():
     rows = cpp_rows(MODULE / "qrwb_ops.def")
     assert len(rows) > 100
-    assert rows == targets.op_rows()
+    assert rows == vocab.op_rows()
 
 
 def test_a_new_ordering_is_one_line_of_the_table(tmp_path, monkeypatch):
@@ -43,19 +43,19 @@ def test_a_new_ordering_is_one_line_of_the_table(tmp_path, monkeypatch):
     line = "\tQRWB_OP(op, relaxed, lhs op##_relaxed args)\n"
     assert line in text
     changed = text.replace(line, line.replace("\n", "\t\\\n") + "\tQRWB_OP(op, acqrel, lhs op##_acqrel args)\n")
-    with changed_table(monkeypatch, tmp_path, targets, "OPS_DEF", changed,
-                       targets.op_rows, targets.op_orderings) as f:
+    with changed_table(monkeypatch, tmp_path, vocab, "OPS_DEF", changed,
+                       vocab.op_rows, vocab.op_orderings) as f:
         rows = cpp_rows(f)
-        assert rows == targets.op_rows()
-        assert targets.op_orderings()["atomic_add_return"] == ("full", "acquire", "release", "relaxed", "acqrel")
+        assert rows == vocab.op_rows()
+        assert vocab.op_orderings()["atomic_add_return"] == ("full", "acquire", "release", "relaxed", "acqrel")
         assert ("atomic_xchg", "acqrel", "acc += atomic_xchg_acqrel(&s->v, i)") in rows
-        assert targets.op_orderings()["atomic_and"] == ("relaxed",)
+        assert vocab.op_orderings()["atomic_and"] == ("relaxed",)
 
 
 def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_ops.def").read_text()
     changed = text.replace("QRWB_VOID(atomic_and, (~1, &s->v))", "QRWB_VOID(atomic_and (~1, &s->v))")
-    with changed_table(monkeypatch, tmp_path, targets, "OPS_DEF", changed,
-                       targets.op_rows, targets.op_orderings):
-        with pytest.raises(targets.InputError, match=r"malformed row 'QRWB_VOID\(atomic_and \(~1"):
-            targets.op_orderings()
+    with changed_table(monkeypatch, tmp_path, vocab, "OPS_DEF", changed,
+                       vocab.op_rows, vocab.op_orderings):
+        with pytest.raises(vocab.InputError, match=r"malformed row 'QRWB_VOID\(atomic_and \(~1"):
+            vocab.op_orderings()
