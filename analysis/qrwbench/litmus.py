@@ -16,6 +16,10 @@ came out. A test's "want" outcome is the one only reordering explains:
 where no message-passing canary (``mp``, ``qrw_unlock_rlock_relaxed``) ever
 fired, its ``relaxed`` rows say that this backend cannot show the
 reordering a relaxed lock allows, so their 0 violations prove nothing.
+
+This module boots nothing: it judges and tabulates canary records and reads
+and writes make torture's canaries.json (the report reads it too); the
+canary boots are ``torture.run_canaries``.
 """
 from __future__ import annotations
 
@@ -79,28 +83,6 @@ def blind_to_mp(recs: list[dict]) -> bool:
 
 def target_label(c: matrix.Cell) -> str:
     return f"{c.arch}/{c.accel}/{c.cpu}"
-
-
-def run(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb: int, seed: int,
-        log=print) -> tuple[dict[str, list[dict]], list[str]]:
-    """Boot each canary cell into out/<n>-litmus-<target>/; ({target label:
-    litmus records}, failed run lines)."""
-    from . import bench     # boots: only here (the report reads canaries without them)
-    got, failed = {}, []
-    verdict_kvm = {"usable": False, "reason": "canaries use the cell's accel", "booted": False}
-    for i, c in enumerate(cells, 1):
-        d = out / f"{i:03d}-litmus-{c.arch}-{c.cpu}"
-        log(f"[canary {i}/{len(cells)}] {target_label(c)} (console: {d / 'console.log'})")
-        st = bench.boot_one(c, seed, d, timeout_s, mem_mb, verdict_kvm)
-        parsed = records.parse_console((d / "console.log").read_bytes()) \
-            if (d / "console.log").exists() else None
-        if st["status"] != "ok" or parsed is None or not parsed.ok:
-            why = st.get("reason") if st["status"] != "ok" else (parsed.reason if parsed else "no console")
-            failed.append(f"{d.name}: {why}")
-            log(f"  FAILED: {why}")
-            continue
-        got[target_label(c)] = parsed.litmus
-    return got, failed
 
 
 def canary_targets(cells: list[matrix.Cell]) -> list[matrix.Cell]:

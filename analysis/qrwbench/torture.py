@@ -25,6 +25,27 @@ from .vocab import TOP, InputError
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 
 
+def run_canaries(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb: int, seed: int,
+                 log=print) -> tuple[dict[str, list[dict]], list[str]]:
+    """Boot each canary cell into out/<n>-litmus-<target>/; ({target label:
+    litmus records}, failed run lines)."""
+    got, failed = {}, []
+    verdict_kvm = {"usable": False, "reason": "canaries use the cell's accel", "booted": False}
+    for i, c in enumerate(cells, 1):
+        d = out / f"{i:03d}-litmus-{c.arch}-{c.cpu}"
+        log(f"[canary {i}/{len(cells)}] {litmus.target_label(c)} (console: {d / 'console.log'})")
+        st = bench.boot_one(c, seed, d, timeout_s, mem_mb, verdict_kvm)
+        parsed = records.parse_console((d / "console.log").read_bytes()) \
+            if (d / "console.log").exists() else None
+        if st["status"] != "ok" or parsed is None or not parsed.ok:
+            why = st.get("reason") if st["status"] != "ok" else (parsed.reason if parsed else "no console")
+            failed.append(f"{d.name}: {why}")
+            log(f"  FAILED: {why}")
+            continue
+        got[litmus.target_label(c)] = parsed.litmus
+    return got, failed
+
+
 def scaled(m: matrix.Matrix, cells: list[matrix.Cell], minutes: float) -> list[matrix.Cell]:
     """Set duration_ms so that all boots together run about `minutes`."""
     out = []
@@ -87,8 +108,8 @@ def torture(m, cells, out: Path, minutes: float):
             print(f"  FAILED: {st['reason']}")
             continue
         parsed.append((b.cell, records.parse_console((d / "console.log").read_bytes())))
-    canaries, cfailed = litmus.run(litmus.canary_targets(cells), out / "runs",
-                                   timeout_s=m.timeout_s, mem_mb=m.mem_mb, seed=m.seed)
+    canaries, cfailed = run_canaries(litmus.canary_targets(cells), out / "runs",
+                                      timeout_s=m.timeout_s, mem_mb=m.mem_mb, seed=m.seed)
     failed += cfailed
     blind = {}
     for c in cells:
