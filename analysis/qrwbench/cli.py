@@ -22,7 +22,10 @@ import math
 import sqlite3
 import sys
 
-from . import audit, bench, bisect, emuaudit, noise, profile, series, store, torture
+from .build import audit
+from .results import store
+from .report import noise
+from .run import bench, bisect, emuaudit, profile, series, torture
 from .defaults import ALPHA, CORRECTIONS
 from .errors import ArgParser, QrwbenchError, db_error
 
@@ -144,7 +147,8 @@ def _run(args) -> int:
             print(n)
         return 0
     if args.cmd in ("report", "compare"):
-        from . import report, stats     # numpy, scipy: only here and in regress
+        from .analysis import stats     # numpy, scipy: only here and in regress
+        from .report import report
         common = dict(commit=args.commit, baselines=stats.parse_baselines(args.baseline),
                       alpha=args.alpha, correction=args.correction,
                       min_effect=args.min_effect / 100.0, repo=args.repo,
@@ -159,7 +163,7 @@ def _run(args) -> int:
         print(report.compare_text(db, **common, **filters))
         return 0
     if args.cmd == "regress":
-        from . import regress
+        from .report import regress
         if args.history:
             lines = regress.steps(db, key=args.key, repo=args.repo)
             print("\n".join(lines) if lines else "no change points in any history")

@@ -5,7 +5,8 @@ Boot-to-first-record: host wall time from QEMU spawn to the first
 import subprocess, sys, time, statistics
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import bench, matrix, qemu
+from qrwbench import matrix
+from qrwbench.run import bench, qemu
 rows = []
 for arch, cpu in [("x86_64", "max"), ("arm64", "max"), ("arm64", "cortex-a57")]:
     c = matrix.Cell(arch, "tcg", cpu, "acqrel", "atomics", 1,

@@ -3,13 +3,14 @@
 What the timed loop itself costs against an op (default atomic_add_return,
 fully ordered), per atomics cell: the `empty` op's ns/op (the loop with
 nothing in it) over the op's, from the same blocks, with its 95 % interval,
-and the op's ns/op raw and less the harness (qrwbench.harness, the same
+and the op's ns/op raw and less the harness (qrwbench.analysis.harness, the same
 figures as the report's table)."""
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import harness, store  # noqa: E402
+from qrwbench.results import store  # noqa: E402
+from qrwbench.analysis import harness  # noqa: E402
 
 
 def main(argv):

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import stats, store  # noqa: E402
+from qrwbench.results import store  # noqa: E402
+from qrwbench.analysis import stats  # noqa: E402
 
 
 def effects_of(db: str) -> dict:

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import report, store  # noqa: E402
+from qrwbench.results import store  # noqa: E402
+from qrwbench.report import report  # noqa: E402
 
 
 def what(s):

@@ -17,7 +17,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import effects, report, stats, store  # noqa: E402
+from qrwbench.results import store  # noqa: E402
+from qrwbench.analysis import effects, stats  # noqa: E402
+from qrwbench.report import report  # noqa: E402
 
 
 def components(samples):

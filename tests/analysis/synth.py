@@ -1,7 +1,7 @@
 """Synthetic guest output and run directories for the analysis tests.
 
 Records follow docs/records.md (schema 1); consoles are written with
-``qrwbench.records.format_console`` so their end markers carry a correct count
+``qrwbench.results.records.format_console`` so their end markers carry a correct count
 and CRC-32. Throughputs are drawn from a log-normal with a known median and CV,
 multiplied by a per-variant factor, so every test knows the true effect.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qrwbench import records
+from qrwbench.results import records
 
 NS = 100_000_000            # 100 ms windows
 BOOT_LINES = [

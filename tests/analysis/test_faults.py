@@ -3,7 +3,7 @@
 import pytest
 
 import synth
-from qrwbench import faults
+from qrwbench.results import faults
 
 FAULT_LINES = {
     "panic": "[    3.1] Kernel panic - not syncing: Fatal exception",

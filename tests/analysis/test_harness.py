@@ -1,11 +1,11 @@
-"""qrwbench.harness: each atomics op's ns per op with its CI, the harness
+"""qrwbench.analysis.harness: each atomics op's ns per op with its CI, the harness
 share (the empty op in the same blocks) and ns less the harness, on
 synthetic blocks with known costs."""
 import json
 
 import numpy as np
 
-from qrwbench import harness
+from qrwbench.analysis import harness
 
 PARAMS = json.dumps({"reps": 10}, sort_keys=True)
 

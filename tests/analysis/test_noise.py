@@ -2,7 +2,9 @@
 import pytest
 
 import synth
-from qrwbench import cli, noise, store
+from qrwbench import cli
+from qrwbench.results import store
+from qrwbench.report import noise
 
 
 def _db(tmp_path, name, n_runs=3, **kw):

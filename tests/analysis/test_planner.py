@@ -2,7 +2,7 @@
 are not yet precise enough, and stops every cell."""
 import numpy as np
 
-from qrwbench import effects, planner, stats
+from qrwbench.analysis import effects, planner, stats
 from test_stats import gen
 
 TARGETS = {"in-boot": 2.0, "kernel": 5.0}

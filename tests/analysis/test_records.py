@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import records
+from qrwbench.results import records
 
 PREFIX = records.PREFIX
 

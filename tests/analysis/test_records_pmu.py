@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import records
+from qrwbench.results import records
 
 NO_PMU = {"cycles": False, "instructions": False,
           "why": "cycles, instructions: perf_event_create_kernel_counter: -ENOENT "

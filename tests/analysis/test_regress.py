@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import cli, history, regress, store
+from qrwbench import cli
+from qrwbench.results import store
+from qrwbench.analysis import history
+from qrwbench.report import regress
 from qrwbench.errors import QrwbenchError
 
 ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
@@ -237,7 +240,7 @@ def test_commit_order_follows_git_not_time(tmp_path, repo):
 def test_bench_series_table_judges_each_commit_against_the_one_before(tmp_path, repo):
     """series.comparison over kernel commits: the commit with a 10 % step is
     named in a 0-day line, the unchanged ones are not."""
-    from qrwbench import series
+    from qrwbench.run import series
     path, shas = repo
     db = str(tmp_path / "db.sqlite")
     rng = np.random.default_rng(3)
@@ -270,7 +273,7 @@ def test_bench_series_compares_raw_when_a_commit_changes_the_reference_copy(tmp_
     sub_return fix does) leaves the kernel/module ratio unchanged: when the
     reference copy's code differs between the commits, the series compares raw
     throughput and reports the change; when it is the same, the ratio."""
-    from qrwbench import series
+    from qrwbench.run import series
     path, shas = repo
     db = _series_rwlock_db(tmp_path, shas, [{}, {"acqrel": 1.25}])
     cell = "x86_64/tcg/max/acqrel/rwlock/2"

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import cli, report, store, tables
+from qrwbench import cli
+from qrwbench.results import store
+from qrwbench.report import report, tables
 from qrwbench.errors import QrwbenchError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def results_db(tmp_path_factory):
 def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
     db, _ = results_db
     # A real build/audit/audit.json (from `make audit`) must not leak in.
-    from qrwbench import codeid
+    from qrwbench.analysis import codeid
     monkeypatch.setattr(codeid, "DEFAULT_AUDIT", str(tmp_path / "no-audit.json"))
     out = tmp_path / "report"
     paths = report.build(db, out, n_resamples=300)
@@ -157,7 +159,7 @@ def test_import_cli(tmp_path, capsys):
 
 
 def test_kernel_audit_format_labels_kernel_build_comparisons(results_db, tmp_path):
-    """The file qrwbench.audit writes: pairs of kernel builds with identical code."""
+    """The file qrwbench.build.audit writes: pairs of kernel builds with identical code."""
     db, _ = results_db
     audit = tmp_path / "audit.json"
     audit.write_text(json.dumps({"kernels": [], "identical": [
@@ -183,7 +185,7 @@ def test_compare_text_on_an_open_connection(results_db):
 
 
 def test_sweep_table_throughput_vs_vcpus():
-    from qrwbench.report import _sweep_table
+    from qrwbench.report.report import _sweep_table
 
     def s(vcpus, variant, mops, oc=False, copy=0, op="rwlock"):
         return {"arch": "arm64", "accel": "tcg", "cpu_model": "max", "vcpus": vcpus,

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 import synth
-from qrwbench import effects, stats
+from qrwbench.analysis import effects, stats
 from qrwbench.errors import QrwbenchError
 
 ALPHA = 0.05

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import records, stats, store
+from qrwbench.results import records, store
+from qrwbench.analysis import stats
 from qrwbench.errors import QrwbenchError
 
 

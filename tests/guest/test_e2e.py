@@ -5,7 +5,9 @@ import json
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, matrix, qemu, records, vocab
+from qrwbench import matrix, vocab
+from qrwbench.results import records
+from qrwbench.run import bench, qemu
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}

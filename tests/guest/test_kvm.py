@@ -7,7 +7,9 @@ import subprocess
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import bench, ktree, matrix, perf, store
+from qrwbench import matrix
+from qrwbench.results import store
+from qrwbench.run import bench, ktree, perf
 
 pytestmark = pytest.mark.guest
 PYENV = {"PYTHONPATH": str(TOP / "analysis"), "PATH": "/usr/bin:/bin"}

@@ -12,7 +12,9 @@ import statistics
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, matrix, records
+from qrwbench import matrix
+from qrwbench.results import records
+from qrwbench.run import bench
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -95,7 +97,8 @@ def test_arm64_cycles_grow_with_the_window(tmp_path):
 def test_report_shows_guest_counters_and_why_not(tmp_path):
     """The report's guest PMU table: cycles/op for the arm64 guest, the
     recorded reason for the x86_64 one (which has no PMU)."""
-    from qrwbench import report, store
+    from qrwbench.results import store
+    from qrwbench.report import report
     boot(tmp_path, "arm64", "cortex-a57", name="a", **SMALL)
     boot(tmp_path, "x86_64", "max", name="x", **SMALL)
     conn = store.connect(tmp_path / "r.sqlite")

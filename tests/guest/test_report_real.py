@@ -6,7 +6,10 @@ from html import unescape
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, matrix, report, store
+from qrwbench import matrix
+from qrwbench.results import store
+from qrwbench.report import report
+from qrwbench.run import bench
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}

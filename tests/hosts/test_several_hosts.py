@@ -12,7 +12,8 @@ import pytest
 
 from conftest import TOP, kernel_dir
 from loopback import Loopback
-from qrwbench import remote, stats
+from qrwbench.analysis import stats
+from qrwbench.run import remote
 from qrwbench.vocab import InputError
 
 pytestmark = pytest.mark.guest
@@ -182,13 +183,14 @@ def test_the_host_is_a_blocking_factor():
 
 
 def test_a_job_script_runs_qemu_under_timeout_with_the_hosts_tsc():
-    from qrwbench import bench_remote, matrix
+    from qrwbench import matrix
+    from qrwbench.run import bench_remote
 
     class FakeHosts(bench_remote.Hosts):
         def __init__(self):
             self.blobs = {}
     kernel_dir("x86_64", "acqrel")
-    from qrwbench.bench import kernel_paths
+    from qrwbench.run.bench import kernel_paths
     c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1, (("ops", "empty"),))
     h = FakeHosts()
     script, argv = bench_remote.job_for(h, c, 7, "rid1", 99, 256, kernel_paths("x86_64", "acqrel"))

@@ -1,9 +1,9 @@
 """The variants compile to what their names promise, read from objdump -d of
-each vmlinux (qrwbench.audit)."""
+each vmlinux (qrwbench.build.audit)."""
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import audit
+from qrwbench.build import audit
 
 
 def funcs(arch, variant):

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from qrwbench import perf
+from qrwbench.run import perf
 
 
 def test_parse_real_perf_stat_output(tmp_path):
@@ -67,7 +67,8 @@ def test_real_perf_kvm_stat_of_a_process_without_a_vm(tmp_path):
 
 
 def test_perf_prefix_per_accel(tmp_path, monkeypatch):
-    from qrwbench import bench, matrix
+    from qrwbench import matrix
+    from qrwbench.run import bench
     tcg = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
     kvm = matrix.Cell("x86_64", "kvm", "host", "acqrel", "atomics", 1, ())
     monkeypatch.setenv("QRWB_PERF", "1")
@@ -84,7 +85,10 @@ def test_perf_prefix_per_accel(tmp_path, monkeypatch):
 def test_perf_stat_of_a_real_guest_boot_is_stored_and_reported(tmp_path, monkeypatch):
     import json
     from conftest import kernel_dir
-    from qrwbench import bench, matrix, report, store
+    from qrwbench import matrix
+    from qrwbench.results import store
+    from qrwbench.report import report
+    from qrwbench.run import bench
     kernel_dir("x86_64", "acqrel")
     monkeypatch.delenv("QRWB_PERF", raising=False)      # on by default
     c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1,

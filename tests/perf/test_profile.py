@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from conftest import TOP
-from qrwbench import profile
+from qrwbench.run import profile
 
 REPORT = """# Overhead  Command          Shared Object            Symbol
 # ........  ...............  .......................  ......

@@ -34,7 +34,9 @@ from pathlib import Path
 import pytest
 
 from conftest import BUILD, TOP
-from qrwbench import bisect, ktree, regress, series, store
+from qrwbench.results import store
+from qrwbench.report import regress
+from qrwbench.run import bisect, ktree, series
 
 import synth
 

@@ -4,8 +4,8 @@ import subprocess
 
 import pytest
 
-from qrwbench import objdiff
-from qrwbench.elfmini import Elf
+from qrwbench.build import objdiff
+from qrwbench.build.elfmini import Elf
 
 BASE = """
 extern void helper_a(void);
@@ -70,7 +70,7 @@ def test_not_an_elf_file_is_a_clear_error(tmp_path):
 
 def test_bisect_verdicts_never_replace_a_file_the_rig_did_not_write(tmp_path):
     """A --workdir of the user's may hold a verdicts.json: it is refused, not reset."""
-    from qrwbench import bisect
+    from qrwbench.run import bisect
     from qrwbench.errors import QrwbenchError
     state = {"workdir": {"root": str(tmp_path)}}
     mine = tmp_path / "verdicts.json"

@@ -170,7 +170,7 @@ def test_existing_but_unwritable_runs_dir_is_refused_before_work(tmp_path):
 
 
 def test_full_disk_is_refused_before_work(tmp_path, monkeypatch):
-    from qrwbench import bench
+    from qrwbench.run import bench
     import shutil
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(100, 99, 1 << 20))
     with pytest.raises(bench.InputError, match="only 1 MiB free"):
@@ -178,7 +178,8 @@ def test_full_disk_is_refused_before_work(tmp_path, monkeypatch):
 
 
 def test_kvm_asked_for_but_unusable_fails_with_the_probe_reason(tmp_path, monkeypatch):
-    from qrwbench import bench, kvm, matrix
+    from qrwbench import matrix
+    from qrwbench.run import bench, kvm
     if kvm.static_check("x86_64")[0]:
         pytest.skip("this host has usable KVM")
     p = tmp_path / "m.toml"

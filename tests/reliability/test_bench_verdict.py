@@ -8,7 +8,8 @@ import pytest
 
 import synth
 from conftest import kernel_dir
-from qrwbench import bench, matrix, qemu
+from qrwbench import matrix
+from qrwbench.run import bench, qemu
 
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]

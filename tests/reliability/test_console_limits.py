@@ -4,7 +4,8 @@ the parser's limit is rejected and stored as failed, never as data."""
 import numpy as np
 
 import synth
-from qrwbench import qemu, records, store
+from qrwbench.results import records, store
+from qrwbench.run import qemu
 
 
 def _console() -> str:

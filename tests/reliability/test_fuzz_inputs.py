@@ -37,8 +37,11 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench import cli, ktree, matrix, records, report, store
-from qrwbench import regress as regress_mod
+from qrwbench import cli, matrix
+from qrwbench.results import records, store
+from qrwbench.report import report
+from qrwbench.run import ktree
+from qrwbench.report import regress as regress_mod
 from qrwbench.errors import QrwbenchError
 
 TOP = Path(__file__).resolve().parents[2]
@@ -460,7 +463,7 @@ BENCH_ACCELS = [None, "tcg", "kvm", "", "bogus", "KVM", "\u00e9", "tcg\n"]
 def test_bench_main_matrix_fuzz(tmp_path, capsys, monkeypatch, seed):
     """qrwbench bench with a bad matrix or --accel: status 2 and one 'qrwbench: error: ...'
     line (the boots themselves are stubbed out: no guest is started)."""
-    from qrwbench import bench
+    from qrwbench.run import bench
     monkeypatch.setattr(bench, "preflight", lambda db, runs: None)
     monkeypatch.setattr(bench, "take_lock", lambda runs: open(os.devnull))
     monkeypatch.setattr(bench, "run_matrix", lambda *a, **kw: 0)

@@ -3,7 +3,8 @@
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import faults, qemu, store
+from qrwbench.results import faults, store
+from qrwbench.run import qemu
 
 pytestmark = pytest.mark.guest
 

@@ -1,7 +1,7 @@
 """The KVM probe: kvm_pvm hosts are refused with the reason; the verdict is cached."""
 import os
 
-from qrwbench import kvm
+from qrwbench.run import kvm
 
 
 def fake_fs(monkeypatch, present):
@@ -47,7 +47,7 @@ def test_arm64_guest_needs_arm64_host(monkeypatch):
 
 
 def test_kvm_command_lines(tmp_path):
-    from qrwbench import qemu
+    from qrwbench.run import qemu
     x = qemu.command("x86_64", "kvm", "host", 2, 256, tmp_path / "k", tmp_path / "i", "a=1")
     assert x[x.index("-accel") + 1] == "kvm" and x[x.index("-cpu") + 1] == "host"
     assert "tsc_early_khz=" in x[x.index("-append") + 1]

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from qrwbench import matrix, qemu, vocab
+from qrwbench import matrix, vocab
+from qrwbench.run import qemu
 from qrwbench.vocab import InputError
 
 # the variants, read here from the fragment files themselves (not through vocab)

@@ -46,21 +46,21 @@ def test_no_parser_is_built_outside_cli():
     no other module imports argparse or names ArgParser), and no module but
     __main__.py is a ``python3 -m`` entry point or has a main of its own."""
     found, built = [], set()
-    for path in sorted(PKG.glob("*.py")):
-        text = path.read_text()
-        if path.name not in ("cli.py", "errors.py") and ("argparse" in text or "ArgParser" in text):
-            found.append(f"{path.name}: names argparse or ArgParser")
+    for path in sorted(PKG.rglob("*.py")):
+        text, rel = path.read_text(), str(path.relative_to(PKG))
+        if rel not in ("cli.py", "errors.py") and ("argparse" in text or "ArgParser" in text):
+            found.append(f"{rel}: names argparse or ArgParser")
         for node in ast.walk(ast.parse(text, str(path))):
             if isinstance(node, ast.Call):
                 f = node.func
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
                 if name in PARSERS:
-                    built.add(path.name)
+                    built.add(rel)
             if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)
-                    and node.left.id == "__name__" and path.name != "__main__.py"):
-                found.append(f"{path.name}:{node.lineno}: if __name__ == '__main__'")
-            if isinstance(node, ast.FunctionDef) and node.name == "main" and path.name != "cli.py":
-                found.append(f"{path.name}:{node.lineno}: def main")
+                    and node.left.id == "__name__" and rel != "__main__.py"):
+                found.append(f"{rel}:{node.lineno}: if __name__ == '__main__'")
+            if isinstance(node, ast.FunctionDef) and node.name == "main" and rel != "cli.py":
+                found.append(f"{rel}:{node.lineno}: def main")
     assert not found, found
     assert built == {"cli.py"}, built
 
@@ -126,7 +126,7 @@ def test_audit_refuses_an_output_directory_that_is_not_its_own(tmp_path):
 
 
 def test_interrupt_and_db_errors_of_a_module_subcommand(monkeypatch, capsys, tmp_path):
-    from qrwbench import noise
+    from qrwbench.report import noise
 
     def interrupted(args):
         raise KeyboardInterrupt
@@ -144,7 +144,7 @@ def test_interrupt_and_db_errors_of_a_module_subcommand(monkeypatch, capsys, tmp
 
 
 def test_a_db_before_the_subcommand_reaches_it(tmp_path, capsys, monkeypatch):
-    from qrwbench import bench, series
+    from qrwbench.run import bench, series
     seen = []
     monkeypatch.setattr(bench, "run", lambda a: seen.append(a.db) or 0)
     monkeypatch.setattr(series, "run", lambda a: seen.append(a.db) or 0)

@@ -9,7 +9,9 @@ import subprocess
 import pytest
 
 from conftest import TOP
-from qrwbench import bench, cli, matrix, outputs, store
+from qrwbench import cli, matrix, outputs
+from qrwbench.results import store
+from qrwbench.run import bench
 from qrwbench.errors import QrwbenchError
 
 import synth

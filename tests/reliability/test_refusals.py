@@ -13,7 +13,9 @@ import pytest
 
 import synth
 from conftest import TOP
-from qrwbench import cli, ktree, records, store
+from qrwbench import cli
+from qrwbench.results import records, store
+from qrwbench.run import ktree
 from qrwbench.errors import QrwbenchError
 
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOP
-from qrwbench import qemu
+from qrwbench.run import qemu
 
 FORBIDDEN_QEMU = ("-netdev", "-net", "-virtfs", "-fsdev", "-drive", "-hda", "-chardev", "-qmp", "-monitor")
 

@@ -2,7 +2,8 @@
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench import cli, matrix, torture
+from qrwbench import cli, matrix
+from qrwbench.run import torture
 
 
 def test_verdicts_fail_only_for_correct_orderings():

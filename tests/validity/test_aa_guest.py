@@ -7,7 +7,10 @@ import pytest
 from scipy import stats as sps
 
 from conftest import kernel_dir
-from qrwbench import bench, matrix, stats, store
+from qrwbench import matrix
+from qrwbench.results import store
+from qrwbench.analysis import stats
+from qrwbench.run import bench
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}

@@ -1,4 +1,4 @@
-"""The ordering audit of the benchmark module (qrwbench.audit, `make audit`):
+"""The ordering audit of the benchmark module (qrwbench.build.audit, `make audit`):
 it finds the differences that the orderings must make, and none where the
 code is the same (issue 5). Reads the modules `make test` builds."""
 import json
@@ -6,7 +6,9 @@ import json
 import pytest
 
 from conftest import BUILD, TOP, kernel_dir
-from qrwbench import audit, cli, codeid, stats, vocab
+from qrwbench import cli, vocab
+from qrwbench.build import audit
+from qrwbench.analysis import codeid, stats
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
 

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import codeid, emuaudit as E, stats, vocab
+from qrwbench import vocab
+from qrwbench.analysis import codeid, stats
+from qrwbench.run import emuaudit as E
 
 DATA = Path(__file__).parent / "data" / "emu"
 ORDS = ("full", "acquire", "release", "relaxed")

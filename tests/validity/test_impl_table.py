@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from conftest import TOP, changed_table
-from qrwbench import audit, vocab
+from qrwbench import vocab
+from qrwbench.build import audit
 
 MODULE = TOP / "bench" / "module"
 KBUILD = MODULE / "Kbuild"

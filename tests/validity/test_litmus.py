@@ -3,7 +3,10 @@
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import bench, litmus, records, torture, vocab
+from qrwbench import vocab
+from qrwbench.results import records
+from qrwbench.report import litmus
+from qrwbench.run import bench, torture
 
 import synth
 
@@ -111,7 +114,7 @@ def test_one_vcpu_is_refused_by_the_module(tmp_path):
 
 
 def test_canaries_saved_for_the_report_and_read_back(tmp_path):
-    from qrwbench import report
+    from qrwbench.report import report
     got = {"x86_64/tcg/max": [lit("sb", [7, 40, 50, 3]), lit("mp_rel_acq", [50, 1, 0, 49])]}
     f = tmp_path / "canaries.json"
     litmus.save(got, f)

@@ -20,8 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import codeid, gitutil, harness, history, litmus, matrix, outputs, planner, plots, stats, store, tables, vocab
-from .errors import QrwbenchError
+from .. import gitutil, matrix, outputs, vocab
+from ..results import store
+from ..analysis import codeid, harness, history, planner, stats
+from . import litmus, plots, tables
+from ..errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"

@@ -45,9 +45,11 @@ import time
 from pathlib import Path
 
 
-from . import gitutil, ktree, store, vocab
-from .errors import QrwbenchError
-from .vocab import TOP
+from .. import gitutil, vocab
+from ..results import store
+from . import ktree
+from ..errors import QrwbenchError
+from ..vocab import TOP
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 MORE_ROUNDS = 3     # a step not judged measures BOOTS more boots up to this many times
@@ -98,7 +100,7 @@ def ensure(conn, wd, cell, sha, boots, runs_root, *, more=False, in_step=False) 
 
 def code_digest(wd, cell, sha, *, in_step=False) -> str:
     """objdiff.build_digest of vmlinux and qrwbench.ko built at ``sha``."""
-    from . import objdiff
+    from ..build import objdiff
     _build_at(wd, cell, sha, in_step=in_step)
     return objdiff.build_digest([wd.obj / "vmlinux", wd.module / "qrwbench.ko"])
 
@@ -162,7 +164,7 @@ def judge(conn, cell, good_runs, runs, *, threshold, alpha, normalize=True):
     """(exit status, results) of ``runs`` against GOOD's runs; ``normalize``
     false: raw boot values of every metric (the commit changed the module's
     reference copy, whose ratio would cancel the change)."""
-    from . import regress
+    from ..report import regress
     of = ktree.samples_of if normalize else ktree.raw_samples_of
     base = of(conn, cell, good_runs)
     tgt = of(conn, cell, runs)
@@ -177,7 +179,7 @@ def judge(conn, cell, good_runs, runs, *, threshold, alpha, normalize=True):
 
 
 def unstable(res) -> bool:
-    from . import regress
+    from ..report import regress
     return any(r.status == regress.NOT_JUDGED for r in res)
 
 
@@ -352,7 +354,8 @@ def _run(state, cell, wd, t0) -> dict:
 def all_stable(conn, cell, run_ids):
     import numpy as np
 
-    from . import regress, stats
+    from ..analysis import stats
+    from ..report import regress
     by = regress._by_metric(ktree.samples_of(conn, cell, run_ids))
     if not by:
         return False, "no samples"
@@ -364,7 +367,7 @@ def all_stable(conn, cell, run_ids):
 
 
 def report(state: dict, result: dict) -> str:
-    from . import regress
+    from ..report import regress
     if result.get("first_bad"):
         sha = result["first_bad"]
         conn = store.connect(state["db"])

@@ -9,7 +9,7 @@ Anything else makes the run failed (``ParsedRun.ok`` false, ``reason`` one
 line naming the first problem) and yields no results.
 
 Non-record lines are kernel and init messages; they are scanned for faults
-(:mod:`qrwbench.faults`) and for the module's ``qrwbench: refused: <reason>``.
+(:mod:`qrwbench.results.faults`) and for the module's ``qrwbench: refused: <reason>``.
 
 :func:`format_console` is the inverse (records -> console text with a correct
 end marker); tests and synthetic fixtures use it.
@@ -23,8 +23,8 @@ import zlib
 from dataclasses import dataclass, field
 
 from . import faults as _faults
-from . import vocab
-from .errors import one_line
+from .. import vocab
+from ..errors import one_line
 
 PREFIX = "@@QRWB "
 MARK = "@@QRWB"

@@ -42,9 +42,10 @@ import numpy as np
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from . import effects, vocab
-from .defaults import ALPHA, CORRECTIONS
-from .errors import QrwbenchError
+from .. import vocab
+from . import effects
+from ..defaults import ALPHA, CORRECTIONS
+from ..errors import QrwbenchError
 
 DEFAULT_BASELINES = vocab.BASELINES
 CONFIDENCE = 0.95

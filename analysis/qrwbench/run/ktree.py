@@ -28,9 +28,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gitutil, matrix, vocab
-from .errors import QrwbenchError
-from .vocab import TOP
+from .. import gitutil, matrix, vocab
+from ..errors import QrwbenchError
+from ..vocab import TOP
 
 DEFAULT_SRC = vocab.BUILD / "src" / "linux"
 CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
@@ -286,7 +286,8 @@ def cell_runs(conn, cell: matrix.Cell, sha: str, rig_commit: str | None = None) 
 def measure(conn, wd: Workdir, cell: matrix.Cell, sha: str, boots: int, *, runs_root: Path,
             timeout_s: int = 180, mem_mb: int = 256, log=print) -> list[str]:
     """Boot ``boots`` guests of ``cell`` on wd's kernel, import them; ok run ids."""
-    from . import bench, provenance, store
+    from ..results import store
+    from . import bench, provenance
     rig = provenance.rig_state()
     ok = []
     kernel = built_kernel(wd, cell.arch)
@@ -367,7 +368,7 @@ def reference_digest(module_dir: Path) -> str | None:
     a commit that changes the atomics it uses (arm64's atomic_lse.h, ...)
     changes the reference too, and the kernel/module ratio then cancels the
     very change it should show."""
-    from . import objdiff
+    from ..build import objdiff
     f = Path(module_dir) / REFERENCE_OBJECT
     return objdiff.digest(f) if f.is_file() else None
 
@@ -375,12 +376,12 @@ def reference_digest(module_dir: Path) -> str | None:
 def raw_samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
     """Every row of the runs (kernel rows relabelled as in ``normalized``), not
     ratios: for commits whose reference copies differ."""
-    from . import store
+    from ..results import store
     return normalized(store.load_samples(conn, run_ids=list(run_ids))) if run_ids else []
 
 
 def samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
-    from . import store
+    from ..results import store
     if not run_ids:
         return []
     samples = store.load_samples(conn, run_ids=list(run_ids))

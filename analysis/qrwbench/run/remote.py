@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import vocab
-from .vocab import InputError
+from .. import vocab
+from ..vocab import InputError
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 PROBE_TIMEOUT_S = 30

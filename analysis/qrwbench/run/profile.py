@@ -25,8 +25,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import bench, ktree, outputs, perf, vocab
-from .errors import QrwbenchError
+from .. import outputs, vocab
+from . import bench, ktree, perf
+from ..errors import QrwbenchError
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
 # trailing "-" columns are the (empty) parent/callchain columns of -g none.

@@ -23,7 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import stats, vocab  # noqa: E402
+from .. import vocab  # noqa: E402
+from ..analysis import stats  # noqa: E402
 
 PER_FIGURE = 12          # panels per figure
 MAX_FIGURES = 40         # per plot kind; the report says when more were left out

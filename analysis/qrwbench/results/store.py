@@ -11,8 +11,8 @@ The schema is versioned (table ``schema_version``) and upgraded by the ordered
 error before anything is written.
 
 :func:`import_run` reads one run directory (docs/runs.md). A run whose launcher
-status is failed, whose console does not parse (:mod:`qrwbench.records`), shows
-a fault (:mod:`qrwbench.faults`), or lacks the atomic64 selftest pass line is
+status is failed, whose console does not parse (:mod:`qrwbench.results.records`), shows
+a fault (:mod:`qrwbench.results.faults`), or lacks the atomic64 selftest pass line is
 stored in ``runs`` as failed, with its reason and no samples. Importing an ok
 ``run_id`` again adds nothing; a ``run_id`` stored as failed is replaced by a
 later import of it (a retried boot keeps its run id).
@@ -28,8 +28,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import faults, gitutil, records
-from .errors import QrwbenchError, one_line
+from .. import gitutil
+from . import faults, records
+from ..errors import QrwbenchError, one_line
 
 DEFAULT_DB = "results/qrwbench.sqlite"
 SCHEMA_VERSION = 5

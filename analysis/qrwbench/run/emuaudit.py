@@ -34,9 +34,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import bench, outputs, qemu, vocab
-from .elfmini import Elf
-from .vocab import InputError
+from .. import outputs, vocab
+from . import bench, qemu
+from ..build.elfmini import Elf
+from ..vocab import InputError
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")

@@ -3,7 +3,7 @@
 Compares the results of a target commit (default ``HEAD``) with a base commit
 (default: the nearest ancestor in git order with results for the same cells),
 metric by metric (cell x variant, copy 0), with the machinery of `make bench`
-(``qrwbench.effects``):
+(``qrwbench.analysis.effects``):
 
 0. one observation is one boot (the commits ran in different boots): where
    the boots measured the module's own acqrel qrwlock copy next to the
@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import effects, gitutil, history, stats, store
-from .errors import QrwbenchError
+from .. import gitutil
+from ..results import store
+from ..analysis import effects, history, stats
+from ..errors import QrwbenchError
 
 DEFAULT_THRESHOLD = 0.05
 REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (

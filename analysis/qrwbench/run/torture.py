@@ -19,8 +19,11 @@ import signal
 from collections import defaultdict
 from pathlib import Path
 
-from . import bench, litmus, matrix, outputs, records
-from .vocab import TOP, InputError
+from .. import matrix, outputs
+from ..results import records
+from ..report import litmus
+from . import bench
+from ..vocab import TOP, InputError
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import matrix, records, vocab
-from .errors import QrwbenchError
+from .. import matrix, vocab
+from ..results import records
+from ..errors import QrwbenchError
 
 DEFAULT_CANARIES = vocab.BUILD / "torture" / "canaries.json"     # make torture writes it
 

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from . import pin as pinmod
-from . import vocab
-from .vocab import ARCHES, TOP, InputError
+from .. import vocab
+from ..vocab import ARCHES, TOP, InputError
 
 CONSOLE_LIMIT = 16 << 20        # bytes; a guest printing more is broken
 PIN_WAIT_S = 10                 # seconds for QEMU to create its vCPU threads

@@ -27,8 +27,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import gitutil, ktree, provenance, store, vocab
-from .errors import QrwbenchError
+from .. import gitutil, vocab
+from ..results import store
+from . import ktree, provenance
+from ..errors import QrwbenchError
 
 ROOT = vocab.BUILD
 
@@ -115,7 +117,8 @@ def reference_digest_at(cell, src: Path, sha: str) -> str | None:
 def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                threshold=None, alpha=None) -> str:
     """Per-commit table: each commit against the one before it."""
-    from . import regress, stats      # numpy/scipy: not for --check, which runs before make deps
+    from ..analysis import stats      # numpy/scipy: not for --check, which runs before make deps
+    from ..report import regress
     threshold = regress.DEFAULT_THRESHOLD if threshold is None else threshold
     alpha = stats.ALPHA if alpha is None else alpha
     cell = ktree.parse_cell(cell_text)

@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import QrwbenchError
+from ..errors import QrwbenchError
 
 DEFAULT_AUDIT = "build/audit/audit.json"
 DEFAULT_EMULATOR = "build/emulator/emulator.json"      # emuaudit.py

@@ -5,8 +5,8 @@ import datetime as dt
 import hashlib
 from pathlib import Path
 
-from . import gitutil, vocab
-from .vocab import TOP
+from .. import gitutil, vocab
+from ..vocab import TOP
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -13,7 +13,7 @@ docs/validity.md tabulates, per (arch, CPU model, vCPUs, workload[, impl]):
   in the boot's run order, in buckets of ``width`` windows: a warm-up or a
   slow phase shows as buckets below 1.
 
-All statistics come from :mod:`qrwbench.stats` (scipy); this module only
+All statistics come from :mod:`qrwbench.analysis.stats` (scipy); this module only
 groups and prints. ``make noise`` runs bench/matrix/validity.toml into its
 own DB and prints this.
 """
@@ -25,9 +25,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from . import store
-from .defaults import ALPHA
-from .errors import QrwbenchError
+from ..results import store
+from ..defaults import ALPHA
+from ..errors import QrwbenchError
 
 # numpy, scipy and the modules that need them (report, stats) are imported
 # where they are used: the command line imports this module to build its
@@ -48,7 +48,7 @@ def cv_table(samples) -> dict:
     """group -> within-boot CV, between-boot CV and MDEs (medians over cells)."""
     import numpy as np
 
-    from . import stats
+    from ..analysis import stats
     acc = defaultdict(lambda: defaultdict(list))
     for w in stats.within_boot_cv(samples):
         c = w["cell"]
@@ -80,7 +80,7 @@ def _tally(results) -> dict:
 def aa_table(samples, *, n_resamples=500) -> dict:
     """kind -> {(arch, cpu, workload): [significant, judged]} for the kinds
     'copy' (boots pooled), 'boot' (consecutive boots) and 'copy, one boot'."""
-    from . import stats
+    from ..analysis import stats
     aa = stats.aa_control(samples, boots=False)
     out = {"copy": _tally(r for r in aa.results if r.kind == "copy"),
            "boot": _tally(raw_boot_aa(samples, n_resamples=n_resamples))}
@@ -99,7 +99,7 @@ def raw_boot_aa(samples, *, alpha=ALPHA, n_resamples=500) -> list:
     windows (Mann-Whitney, ``stats.compare_samples``): the boot-to-boot spread
     of absolute throughput, which is why kernel builds are compared through an
     in-boot reference (stats.boot_values) and never on raw throughput."""
-    from . import stats
+    from ..analysis import stats
     runs = defaultdict(lambda: defaultdict(list))
     order = {}
     for s in samples:

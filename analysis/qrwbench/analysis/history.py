@@ -2,7 +2,7 @@
 
 A history is one metric (a cell, a variant, copy 0, throughput) across the
 commits that have results, in git order. Change points come from
-:func:`qrwbench.stats.change_points` (binary segmentation with Mann-Whitney
+:func:`qrwbench.analysis.stats.change_points` (binary segmentation with Mann-Whitney
 splits), as airspeed velocity marks steps in its history graphs.
 """
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import gitutil, stats
+from .. import gitutil
+from . import stats
 
 COMMIT_FIELD = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}
 

@@ -16,8 +16,8 @@ import os
 import platform
 from pathlib import Path
 
-from . import vocab
-from .vocab import ARCHES
+from .. import vocab
+from ..vocab import ARCHES
 
 CACHE = vocab.BUILD / "kvm-probe.json"
 

@@ -26,9 +26,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from . import kvm, matrix, outputs, perf, provenance, qemu, store, vocab
+from .. import matrix, outputs, vocab
+from ..results import store
+from . import kvm, perf, provenance, qemu
 from . import pin as pinmod
-from .vocab import TOP, InputError
+from ..vocab import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", vocab.BUILD / "runs"))
 
@@ -297,7 +299,8 @@ def kernels_needed(m: matrix.Matrix) -> list[str]:
 def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, runs: Path = RUNS,
                hosts: list[str] | None = None) -> int:
     # numpy and scipy only here: `--plan` runs before `make deps` installed them
-    from . import bench_remote, planner, stats
+    from ..analysis import planner, stats
+    from . import bench_remote
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     farm = None
@@ -467,7 +470,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     for rid, why in failures:
         print(f"  failed: {rid}: {why}")
     if summary:
-        from . import report
+        from ..report import report
         try:
             print(report.compare_text(conn, commit="all", run_ids=list(run_cell),
                                       plan_commit=rig["rig_commit"]))

@@ -10,8 +10,10 @@ import shutil
 import time
 from pathlib import Path
 
-from . import matrix, outputs, provenance, qemu, remote, store, vocab
-from .vocab import InputError
+from .. import matrix, outputs, vocab
+from ..results import store
+from . import provenance, qemu, remote
+from ..vocab import InputError
 
 TSC_PLACEHOLDER = "@QRWB_TSC_KHZ@"
 

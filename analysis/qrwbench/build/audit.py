@@ -53,7 +53,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from . import elfmini, outputs, vocab
+from .. import outputs, vocab
+from . import elfmini
 
 # Kernel functions that hold qrwlock code. On arm64 without preemption the
 # _raw_* lock functions are inlined into their callers (ARCH_INLINE_*), so a

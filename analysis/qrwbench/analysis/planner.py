@@ -2,7 +2,7 @@
 
 After the matrix's first ``boots`` boots per cell, `make bench` works in
 rounds. Each round it judges every comparison of the runs so far
-(:func:`qrwbench.stats.compare_cells`). A comparison needs more precision
+(:func:`qrwbench.analysis.stats.compare_cells`). A comparison needs more precision
 while its CI half-width is above its target (``target_pct`` in-boot,
 ``kernel_target_pct`` for kernel builds) or it could not be judged yet.
 
