@@ -22,12 +22,12 @@ import math
 import sqlite3
 import sys
 
+from .defaults import ALPHA, CORRECTIONS
+from .errors import ArgParser, QrwbenchError, db_error
 from .build import audit
 from .results import store
 from .report import noise
 from .run import bench, bisect, emuaudit, profile, series, torture
-from .defaults import ALPHA, CORRECTIONS
-from .errors import ArgParser, QrwbenchError, db_error
 
 
 def _number(lo: float, hi: float, what: str, *, lo_closed=False, scale=1.0):

@@ -43,9 +43,9 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from .. import vocab
-from . import effects
 from ..defaults import ALPHA, CORRECTIONS
 from ..errors import QrwbenchError
+from . import effects
 
 DEFAULT_BASELINES = vocab.BASELINES
 CONFIDENCE = 0.95

@@ -27,8 +27,8 @@ import json
 from pathlib import Path
 
 from .. import matrix, vocab
-from ..results import records
 from ..errors import QrwbenchError
+from ..results import records
 
 DEFAULT_CANARIES = vocab.BUILD / "torture" / "canaries.json"     # make torture writes it
 

@@ -25,9 +25,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ..results import store
 from ..defaults import ALPHA
 from ..errors import QrwbenchError
+from ..results import store
 
 # numpy, scipy and the modules that need them (report, stats) are imported
 # where they are used: the command line imports this module to build its

@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import gitutil
+from ..errors import QrwbenchError
 from ..results import store
 from ..analysis import effects, history, stats
-from ..errors import QrwbenchError
 
 DEFAULT_THRESHOLD = 0.05
 REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import gitutil, matrix, outputs, vocab
+from ..errors import QrwbenchError
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
 from . import litmus, plots, tables
-from ..errors import QrwbenchError
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"

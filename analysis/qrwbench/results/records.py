@@ -22,9 +22,9 @@ import re
 import zlib
 from dataclasses import dataclass, field
 
-from . import faults as _faults
 from .. import vocab
 from ..errors import one_line
+from . import faults as _faults
 
 PREFIX = "@@QRWB "
 MARK = "@@QRWB"

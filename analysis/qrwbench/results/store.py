@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gitutil
-from . import faults, records
 from ..errors import QrwbenchError, one_line
+from . import faults, records
 
 DEFAULT_DB = "results/qrwbench.sqlite"
 SCHEMA_VERSION = 5

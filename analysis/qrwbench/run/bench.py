@@ -27,10 +27,10 @@ from collections import Counter
 from pathlib import Path
 
 from .. import matrix, outputs, vocab
+from ..vocab import TOP, InputError
 from ..results import store
 from . import kvm, perf, provenance, qemu
 from . import pin as pinmod
-from ..vocab import TOP, InputError
 
 RUNS = Path(os.environ.get("QRWB_RUNS", vocab.BUILD / "runs"))
 

@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from .. import matrix, outputs, vocab
+from ..vocab import InputError
 from ..results import store
 from . import provenance, qemu, remote
-from ..vocab import InputError
 
 TSC_PLACEHOLDER = "@QRWB_TSC_KHZ@"
 

@@ -46,10 +46,10 @@ from pathlib import Path
 
 
 from .. import gitutil, vocab
-from ..results import store
-from . import ktree
 from ..errors import QrwbenchError
 from ..vocab import TOP
+from ..results import store
+from . import ktree
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 MORE_ROUNDS = 3     # a step not judged measures BOOTS more boots up to this many times

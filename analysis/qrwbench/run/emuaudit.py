@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import outputs, vocab
-from . import bench, qemu
-from ..build.elfmini import Elf
 from ..vocab import InputError
+from ..build.elfmini import Elf
+from . import bench, qemu
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")

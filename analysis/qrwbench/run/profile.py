@@ -26,8 +26,8 @@ import subprocess
 from pathlib import Path
 
 from .. import outputs, vocab
-from . import bench, ktree, perf
 from ..errors import QrwbenchError
+from . import bench, ktree, perf
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
 # trailing "-" columns are the (empty) parent/callchain columns of -g none.

@@ -17,9 +17,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import pin as pinmod
 from .. import vocab
 from ..vocab import ARCHES, TOP, InputError
+from . import pin as pinmod
 
 CONSOLE_LIMIT = 16 << 20        # bytes; a guest printing more is broken
 PIN_WAIT_S = 10                 # seconds for QEMU to create its vCPU threads

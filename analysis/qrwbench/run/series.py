@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from .. import gitutil, vocab
+from ..errors import QrwbenchError
 from ..results import store
 from . import ktree, provenance
-from ..errors import QrwbenchError
 
 ROOT = vocab.BUILD
 

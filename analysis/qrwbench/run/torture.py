@@ -20,10 +20,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from .. import matrix, outputs
+from ..vocab import TOP, InputError
 from ..results import records
 from ..report import litmus
 from . import bench
-from ..vocab import TOP, InputError
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 
