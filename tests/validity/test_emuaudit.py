@@ -99,7 +99,7 @@ def test_one_real_boot_maps_the_loops_and_labels_them(tmp_path):
     `lock xadd`, so the labels must say identical guest code; the other ops
     did not run and say so."""
     kernel_dir("x86_64", "acqrel")
-    rows = E.run(tmp_path, vcpus=(2,), cpus={("x86_64", "max")}, workloads=("atomics",),
+    rows = E.label_targets(tmp_path, vcpus=(2,), cpus={("x86_64", "max")}, workloads=("atomics",),
                  extra={"atomics": {"ops": "atomic_add_return"}})
     add = [r for r in rows if r["op"] == "atomic_add_return"]
     assert len(add) == 6 and {r["label"] for r in add} == {E.IDENTICAL}, add
