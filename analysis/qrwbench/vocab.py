@@ -109,7 +109,7 @@ def op_rows() -> tuple[tuple[str, str, str], ...]:
     text = OPS_DEF.read_text().splitlines()
     rmw = [m.groups() for line in text if (m := _RMW_ORDER.match(line))]
     if not rmw:
-        raise ValueError(f"{OPS_DEF}: no orderings in its '#define QRWB_RMW'")
+        raise InputError(f"{OPS_DEF}: no orderings in its '#define QRWB_RMW'")
     out = []
     for line in text:
         if m := _ROWS["QRWB_RMW"].match(line):
@@ -189,17 +189,17 @@ def lock_impls() -> tuple[LockImpl, ...]:
     return tuple(out)
 
 
-def rwlock_variants() -> tuple[str, ...]:
-    """The variants a module rwlock result may have: the orderings of the
-    module's qrwlock copies (the module rows of the lock table)."""
-    return tuple(dict.fromkeys(i.ordering for i in lock_impls() if i.kind == "module"))
-
-
 def module_lock_variants() -> dict[str, str]:
     """{ordering: instance} of the module's qrwlock copies compared with
     each other: the module rows of copy 0 without an injected barrier."""
     return {i.ordering: i.name for i in lock_impls()
             if i.kind == "module" and i.copy == 0 and not i.mb}
+
+
+def rwlock_variants() -> tuple[str, ...]:
+    """The variants a module rwlock result may have: the orderings of the
+    module's qrwlock copies."""
+    return tuple(module_lock_variants())
 
 
 MODULE_H = TOP / "bench" / "module" / "qrwbench.h"
@@ -211,7 +211,7 @@ def loop_unroll() -> int:
     module's bench/module/qrwbench.h (each loop writes its op that often)."""
     m = re.search(r"^#define QRWB_UNROLL\s+(\d+)\s*$", MODULE_H.read_text(), re.M)
     if not m:
-        raise ValueError(f"{MODULE_H}: no '#define QRWB_UNROLL <n>' line")
+        raise InputError(f"{MODULE_H}: no '#define QRWB_UNROLL <n>' line")
     return int(m.group(1))
 
 

@@ -139,19 +139,25 @@ def random_effects_se(estimates: list[tuple[float, float, int]]) -> float:
     return math.sqrt((between + within) / nb)
 
 
-def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
-    """The in-boot effect from per-boot block log ratios (module docstring)."""
+def _two_level(groups: list[np.ndarray], confidence: float, method: str, df_of) -> Effect:
+    """The mean over boots of per-boot locations (:func:`boot_estimate`) with
+    the two-level SE (:func:`random_effects_se`) and a t interval and test on
+    ``df_of(boot estimates)`` degrees of freedom."""
     groups = [np.asarray(g, dtype=float) for g in groups if len(g)]
     nblocks = sum(len(g) for g in groups)
-    e = Effect(n_boots=(len(groups), len(groups)), n_blocks=nblocks, method="paired blocks")
+    e = Effect(n_boots=(len(groups), len(groups)), n_blocks=nblocks, method=method)
     if nblocks < MIN_BLOCKS:
         e.why = f"too few paired blocks ({nblocks}; need {MIN_BLOCKS})"
         return e
     est = [boot_estimate(g) for g in groups]
     e.estimate = float(np.mean([x[0] for x in est]))
     se = random_effects_se(est)
-    df = max(sum(x[2] for x in est) - len(groups), 1)
+    df = df_of(est)
     e.se = se
+    if df < 1:          # one boot: no interval over boots
+        e.low, e.high = -math.inf, math.inf
+        e.judged = True
+        return e
     q = float(sps.t.ppf(0.5 + confidence / 2, df))
     e.low, e.high = e.estimate - q * se, e.estimate + q * se
     if se > 0:
@@ -160,6 +166,20 @@ def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
         e.p_value = 0.0 if e.estimate != 0 else 1.0
     e.judged = True
     return e
+
+
+def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
+    """The in-boot effect from per-boot block log ratios (module docstring):
+    t on the blocks' degrees of freedom (the ratio's boot level is small)."""
+    return _two_level(groups, confidence, "paired blocks",
+                      lambda est: max(sum(x[2] for x in est) - len(est), 1))
+
+
+def level(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
+    """A level (e.g. log ns per op) from per-boot block values: t on boots - 1
+    degrees of freedom, since a level carries the whole boot-to-boot
+    variance (the blocks' degrees of freedom would make it too narrow)."""
+    return _two_level(groups, confidence, "level over boots", lambda est: len(est) - 1)
 
 
 def boots(a: list[float], b: list[float], *, confidence=CONFIDENCE) -> Effect:

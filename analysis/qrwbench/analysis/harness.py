@@ -6,11 +6,8 @@ nothing in it. Its ns per op is the harness's share of every other op's ns
 per op, measured in the same blocks. Per cell and variant (copy 0):
 
 * ns per op and thread, the geometric mean over boots with its 95 % CI: the
-  log ns/op of each block, per boot the trimmed mean, the two-level random-
-  effects SE of :func:`effects.paired`, and a t interval on boots - 1
-  degrees of freedom (a level, unlike a within-block ratio, carries the
-  whole boot-to-boot variance: the blocks' degrees of freedom would make
-  it too narrow);
+  log ns/op of each block, per boot the trimmed mean, :func:`effects.level`
+  (the two-level SE, t on boots - 1 degrees of freedom);
 * the harness share, ns(empty) / ns(op), from the block ratios of the same
   reps (the paired in-boot machinery), with its CI;
 * ns per op less the harness: ns/op x (1 - share).
@@ -20,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-import scipy.stats as sps
 
 from . import effects, stats
 
@@ -69,19 +64,6 @@ def _log_ns(runs: dict, threads: int) -> list[np.ndarray]:
             for _run, reps in sorted(runs.items()) if any(x > 0 for x in reps.values())]
 
 
-def level(groups: list[np.ndarray]) -> effects.Effect:
-    """The mean over boots of per-boot values (:func:`effects.paired`'s
-    estimate and SE) with a t interval on boots - 1 degrees of freedom."""
-    e = effects.paired(groups)
-    nb = e.n_boots[0]
-    if e.judged and nb > 1:
-        q = float(sps.t.ppf(0.5 + effects.CONFIDENCE / 2, nb - 1))
-        e.low, e.high = e.estimate - q * e.se, e.estimate + q * e.se
-    elif e.judged:
-        e.low, e.high = -np.inf, np.inf
-    return e
-
-
 def op_costs(samples) -> list[OpCost]:
     """One OpCost per atomics cell and variant that has enough blocks, the
     harness share where the cell's boots also ran the empty op."""
@@ -93,7 +75,7 @@ def op_costs(samples) -> list[OpCost]:
         empty = reps.get(cell.replace(op=EMPTY[0]), {}).get(EMPTY[1])
         for variant in sorted(reps[cell]):
             runs = reps[cell][variant]
-            ns = level(_log_ns(runs, _threads(cell)))
+            ns = effects.level(_log_ns(runs, _threads(cell)))
             if not ns.judged:
                 continue
             share = None

@@ -184,14 +184,15 @@ LOOP_ALIGN = 64
 PAGE = 4096     # a TCG translation block does not chain directly across a guest page
 
 
-def module_impls() -> tuple[str, ...]:
-    """The in-module qrwlock instances: the module rows of the lock table
-    bench/module/qrwb_impls.def (vocab.lock_impls), in table order."""
-    return tuple(i.name for i in vocab.lock_impls() if i.kind == "module")
-
-
 def _impls_of(kind: str) -> tuple[str, ...]:
+    """The instances of one kind (none, kernel, module) of the lock table
+    bench/module/qrwb_impls.def (vocab.lock_impls), in table order."""
     return tuple(i.name for i in vocab.lock_impls() if i.kind == kind)
+
+
+def module_impls() -> tuple[str, ...]:
+    """The in-module qrwlock instances."""
+    return _impls_of("module")
 
 
 def _lock_twins() -> list[tuple]:
@@ -203,8 +204,8 @@ def _lock_twins() -> list[tuple]:
 
 
 def op_table() -> list[tuple[str, str]]:
-    """(op, ordering) rows of qrwb_ops.def, in table order (vocab.op_orderings)."""
-    return [(op, o) for op, orderings in vocab.op_orderings().items() for o in orderings]
+    """(op, ordering) of every timed loop of qrwb_ops.def, in table order."""
+    return [(op, o) for op, o, _stmt in vocab.op_rows()]
 
 
 def lse_cap(kdir: Path | None) -> int:
@@ -353,7 +354,7 @@ def per_op(order: list[str], unroll: int) -> list[str] | None:
     ``order`` must be a run of segments, each ``unroll`` repetitions of one
     pattern: one segment for a loop of inline code (x86_64, an arm64 LSE
     path), two on arm64 when the op's LL/SC code lies out of line after the
-    loop (16 inline parts, then 16 out-of-line parts). Every instruction
+    loop (``unroll`` inline parts, then as many out-of-line ones). Every instruction
     then occurs ``unroll`` times as often as in one op."""
     if not order:
         return []

@@ -60,13 +60,6 @@ _REFUSED_RE = re.compile(r"qrwbench: refused: (.*)")
 _PRINTABLE_RE = re.compile(r"[ -~]*\Z")
 
 
-def variants(workload: str) -> tuple[str, ...]:
-    """The variants a result of ``workload`` may have (impl kernel aside: its
-    kernel build's). rwlock: the orderings of the module's qrwlock copies,
-    the module rows of the lock table (vocab.lock_impls)."""
-    return VARIANTS[workload]
-
-
 @dataclass
 class ParsedRun:
     """What :func:`parse_console` found. ``results`` is empty unless ``ok``."""
@@ -246,7 +239,7 @@ def check_result(rec: dict, begin: dict) -> None:
             raise RecordError(f"impl 'kernel' result has variant {variant!r} but the "
                               f"kernel is {begin['kernel_variant']!r}")
     else:
-        _str(rec, "variant", variants(workload))
+        _str(rec, "variant", VARIANTS[workload])
     if workload == "atomics":
         orderings = vocab.op_orderings().get(op)
         if orderings is None:

@@ -1,6 +1,6 @@
 """SQLite results store: runs and their samples, kept across `make clean`.
 
-Default path ``results/qrwbench.sqlite``; the environment variable
+Default path the rig's ``results/qrwbench.sqlite``; the environment variable
 ``RESULTS_DB`` overrides it, and every entry point takes an explicit path too.
 The database is opened in WAL mode with a generous busy timeout, and every
 change happens inside one ``BEGIN IMMEDIATE`` transaction, so two imports at
@@ -28,11 +28,11 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import gitutil
+from .. import gitutil, vocab
 from ..errors import QrwbenchError, one_line
 from . import faults, records
 
-DEFAULT_DB = "results/qrwbench.sqlite"
+DEFAULT_DB = str(vocab.TOP / "results" / "qrwbench.sqlite")     # whatever the working directory
 SCHEMA_VERSION = 5
 MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 

@@ -238,11 +238,6 @@ def kvm_verdict(m: matrix.Matrix) -> dict:
     return {a: kvm_probe_one(a) for a in archs}
 
 
-def default_db() -> str:
-    """The results DB without --db: $RESULTS_DB, else results/qrwbench.sqlite of the rig."""
-    return os.environ.get("RESULTS_DB", str(TOP / "results" / "qrwbench.sqlite"))
-
-
 def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench bench`` (the parser is cli's)."""
     ap.add_argument("--matrix", default=None, help="matrix TOML (default bench/matrix/default.toml)")
@@ -264,7 +259,7 @@ def add_arguments(ap) -> None:
 def run(args) -> int:
     """``python3 -m qrwbench bench``: bad input raises InputError (cli.main
     prints it), an SQLite error names ``args.db``."""
-    args.db = args.db or default_db()
+    args.db = args.db or store.default_db_path()
     path = Path(args.matrix) if args.matrix else TOP / "bench" / "matrix" / ("quick.toml" if args.quick else "default.toml")
     m = matrix.load(path)
     hosts = None
