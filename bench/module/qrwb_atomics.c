@@ -38,6 +38,9 @@ void qrwb_init_op_blocks(void)
 static void qrwb_calibrate_atomics(void)
 {
 	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+	/* batch= given: rounded up, an atomics loop runs QRWB_UNROLL ops an iteration */
+	const unsigned long given = cfg->batch ?
+		roundup((unsigned long)cfg->batch, QRWB_UNROLL) : 0;
 	static u64 cost[QRWB_NOPS];
 	unsigned long bmin = ULONG_MAX, bmax = 0;
 	unsigned int i, k;
@@ -51,26 +54,17 @@ static void qrwb_calibrate_atomics(void)
 
 		if (!qrwb_cxt.op_selected[i])
 			continue;
-		if (cfg->batch) {
-			/* an atomics loop runs QRWB_UNROLL ops per iteration */
-			qrwb_cxt.op_batch[i] = roundup((unsigned long)cfg->batch, QRWB_UNROLL);
-			continue;
-		}
 		for (k = 0; k < QRWB_NOPS; k++)
 			if (qrwb_cxt.op_selected[k] &&
 			    qrwb_cxt.op_block[k] == qrwb_cxt.op_block[i])
 				c = min(c, cost[k]);
-		qrwb_cxt.op_batch[i] = qrwb_batch_for(c);
+		qrwb_cxt.op_batch[i] = given ?: qrwb_batch_for(c);
 		bmin = min(bmin, qrwb_cxt.op_batch[i]);
 		bmax = max(bmax, qrwb_cxt.op_batch[i]);
 	}
-	if (cfg->batch) {
-		bmin = roundup((unsigned long)cfg->batch, QRWB_UNROLL);
-		bmax = bmin;
-	}
 	pr_info("clock read %llu ps; empty op %llu ps; batch %lu..%lu%s\n",
 		qrwb_cxt.clock_ps, cost[QRWB_ID_empty_relaxed], bmin, bmax,
-		cfg->batch ? " (batch= given, a multiple of the unroll)" : "");
+		given ? " (batch= given, a multiple of the unroll)" : "");
 }
 
 /* entries: every selected op x copy {0, 1} x the placements */
