@@ -43,20 +43,25 @@ def main(argv):
     print("\natomics inconclusive by placement:")
     for k in sorted(place):
         print(f"  {k[0]}/{k[1]} {k[2]}v {k[3]}: {place[k]['inconclusive']} of {place[k]['all']}")
+    samples = store.load_samples(conn)
     cv, sd = defaultdict(list), defaultdict(list)
-    for cell, var in stats.group_reps(store.load_samples(conn), copy=0).items():
-        if cell.workload != "atomics" or cell.vcpus != 2 or "aa_inject_mb" in cell.params:
-            continue
-        k = (cell.arch, cell.cpu_model, cell.placement)
-        for runs in var.values():
-            cv[k] += [np.std(x, ddof=1) / np.mean(x) for x in
-                      (np.array(list(r.values())) for r in runs.values()) if len(x) > 3]
-        if "full" in var and "relaxed" in var:
-            sd[k] += [np.std(g, ddof=1) for g in effects.block_log_ratios(var["relaxed"], var["full"])
-                      if len(g) > 3]
-    print("\n2-vCPU atomics: within-boot CV and SD of one block's log ratio relaxed/full (medians):")
+
+    def two_vcpu_atomics(cell):
+        return (cell.workload == "atomics" and cell.vcpus == 2
+                and not cell.params_dict().get("aa_inject_mb"))
+    for row in stats.within_boot_cv(samples):
+        if row["copy"] == 0 and two_vcpu_atomics(row["cell"]):
+            c = row["cell"]
+            cv[(c.arch, c.cpu_model, c.placement)].append(row["within_cv"])
+    for cell, var in stats.group_reps(samples, copy=0).items():
+        if two_vcpu_atomics(cell) and "full" in var and "relaxed" in var:
+            sd[(cell.arch, cell.cpu_model, cell.placement)] += [
+                np.std(g, ddof=1) for g in effects.block_log_ratios(var["relaxed"], var["full"])
+                if len(g) > 3]
+    print("\n2-vCPU atomics: within-boot CV (stats.within_boot_cv) and SD of one block's "
+          "log ratio relaxed/full (medians):")
     for k in sorted(cv):
-        print(f"  {k[0]}/{k[1]} {k[2]}: CV {100 * np.median(cv[k]):.1f} %, "
+        print(f"  {k[0]}/{k[1]} {k[2]}: CV {100 * np.nanmedian(cv[k]):.1f} %, "
               f"block ratio SD {100 * np.median(sd[k]) if sd[k] else float('nan'):.1f} %")
     return 0
 
