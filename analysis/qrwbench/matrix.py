@@ -49,24 +49,6 @@ def sweep(limit: int) -> list[int]:
         out.append(n)
         n *= 2
     return out + [limit]
-PARAMS_DEF = TOP / "bench" / "module" / "qrwb_params.def"
-_UPARAM = re.compile(r'^QRWB_UPARAM\((\w+), (\w+), (\w+), (\w+), "(.*)"\)$')
-_SPARAM = re.compile(r'^QRWB_SPARAM\((\w+), "(.*)", "(.*)"\)$')
-
-
-def module_params() -> tuple[dict, set]:
-    """({integer param: (min, max)}, {string params}) from the module's
-    parameter table bench/module/qrwb_params.def (the one list)."""
-    ints, strs = {}, set()
-    for line in PARAMS_DEF.read_text().splitlines():
-        if m := _UPARAM.match(line):
-            hi = (1 << 64) - 1 if m.group(4) == "U64_MAX" else int(m.group(4))
-            ints[m.group(1)] = (int(m.group(3)), hi)
-        elif m := _SPARAM.match(line):
-            strs.add(m.group(1))
-    return ints, strs
-
-
 # Parameters the host sets itself, never the matrix.
 HOST_PARAMS = {"workload", "seed"}
 # Values of the string parameters other than ops (the module's
@@ -196,7 +178,7 @@ def _check_keys(at: _At, where: str, table: dict, spec: dict, required: set) -> 
 
 def _check_param(at: _At, where: str, name: str, value) -> None:
     key = f"params.{name}"
-    PARAMS, STR_PARAMS = module_params()
+    PARAMS, STR_PARAMS = vocab.module_params()
     if name in HOST_PARAMS:
         raise at.error(f"{where}.params.{name}: set by the rig, not the matrix", key)
     if name in STR_PARAMS:

@@ -202,6 +202,25 @@ def rwlock_variants() -> tuple[str, ...]:
     return tuple(module_lock_variants())
 
 
+PARAMS_DEF = TOP / "bench" / "module" / "qrwb_params.def"
+_UPARAM = re.compile(r'^QRWB_UPARAM\((\w+), (\w+), (\w+), (\w+), "(.*)"\)$')
+_SPARAM = re.compile(r'^QRWB_SPARAM\((\w+), "(.*)", "(.*)"\)$')
+
+
+@functools.lru_cache(maxsize=None)
+def module_params() -> tuple[dict, frozenset]:
+    """({integer param: (min, max)}, {string params}) from the module's
+    parameter table bench/module/qrwb_params.def (the one list)."""
+    ints, strs = {}, set()
+    for line in PARAMS_DEF.read_text().splitlines():
+        if m := _UPARAM.match(line):
+            hi = (1 << 64) - 1 if m.group(4) == "U64_MAX" else int(m.group(4))
+            ints[m.group(1)] = (int(m.group(3)), hi)
+        elif m := _SPARAM.match(line):
+            strs.add(m.group(1))
+    return ints, frozenset(strs)
+
+
 MODULE_H = TOP / "bench" / "module" / "qrwbench.h"
 
 

@@ -60,12 +60,17 @@ def format_hot(rows: list[dict], cell_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def out_dir(cell, out_root=None) -> Path:
+    """Where make perf writes a cell's profile: <out_root or build/perf>/<slug>."""
+    return Path(out_root or vocab.BUILD / "perf") / slug(cell)
+
+
 def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) -> dict:
     cell = ktree.parse_cell(cell_text)
     ok, why = perf.usable("stat")
     if not ok:
         raise QrwbenchError(f"perf cannot run here: {why}")
-    final = outputs.check(Path(out_root or vocab.BUILD / "perf") / slug(cell), "perf")
+    final = outputs.check(out_dir(cell, out_root), "perf")
     bench.kernel_paths(cell.arch, cell.variant)
     with outputs.replacing(final, "perf") as out:
         data = out / "perf.data"
@@ -105,7 +110,7 @@ def run(args) -> int:
     """``python3 -m qrwbench perf``: bad input raises QrwbenchError (cli.main prints it)."""
     if args.check:
         cell = ktree.parse_cell(args.cell)
-        outputs.check(Path(args.out or vocab.BUILD / "perf") / slug(cell), "perf")
+        outputs.check(out_dir(cell, args.out), "perf")
         print(f"{cell.arch}-{cell.variant}")
         return 0
     if not 1 <= args.top <= 10000:
