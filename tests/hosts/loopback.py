@@ -105,10 +105,21 @@ class Loopback:
                     "QRWB_REMOTE_DIR": str(self.remote)}
 
     def start(self) -> None:
+        # The sessions of a loopback host run the login shell, which reads
+        # this machine's ~/.bashrc (here: pyenv init, whose rehash takes a
+        # lock file). The kill test kills a host's sessions, one of them once
+        # mid-rehash: the stale lock then stalled every later ssh session 60 s
+        # (the probe's "no answer within 30 s"). Each host, like a remote
+        # machine, gets its own plain ~/.bashrc in its mount namespace.
+        bashrc = self.base / "bashrc"
+        bashrc.write_text("# a loopback test host: no dotfiles of the machine\n")
+        home_rc = Path.home() / ".bashrc"
+        own_rc = f"mount --bind {bashrc} {home_rc} && " if home_rc.is_file() else ""
         for i, h in enumerate(self.hosts):
             h.proc = subprocess.Popen(
                 ["unshare", "-m", "sh", "-c",
-                 f"mount --bind {h.root} {self.remote} && exec {SSHD} -D -e -f {self.base / f'sshd{i}'}"],
+                 f"mount --bind {h.root} {self.remote} && {own_rc}"
+                 f"exec {SSHD} -D -e -f {self.base / f'sshd{i}'}"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=open(self.base / f"sshd{i}.log", "wb"), start_new_session=True)
         deadline = time.monotonic() + 20
