@@ -81,7 +81,8 @@ class Cell:
                            "vcpus": self.vcpus, "params": self.params_dict()}, sort_keys=True)
 
     def label(self) -> str:
-        p = " ".join(f"{k}={v}" for k, v in self.params if k in ("write_pct", "nlocks", "ops"))
+        p = " ".join(f"{k}={v}" for k, v in self.params
+                     if k in ("write_pct", "nlocks", "placement", "copies", "ops"))
         return f"{self.arch}/{self.accel}/{self.cpu} {self.variant} {self.workload}{' ' + p if p else ''} {self.vcpus}v"
 
 
@@ -239,6 +240,15 @@ def _check_threads(at: _At, where: str, vcpus: list, params: dict) -> None:
                            f"{r + w}: valid is threads = 0 or {r + w}", "params.threads")
 
 
+def _check_copies(at: _At, where: str, name: str, params: dict) -> None:
+    """The module's refusal of an injected barrier without the copy it lives
+    in (qrwb_parse), so no cell is refused at boot."""
+    if (name == "atomics" and 1 in _values(params, "aa_inject_mb", 0)
+            and 1 in _values(params, "copies", 2)):
+        raise at.error(f"{where}: aa_inject_mb = 1 with copies = 1: the barrier is injected "
+                       "into copy 1: valid is copies = 2 with it", "params.copies")
+
+
 def load(path: str | Path) -> Matrix:
     path = Path(path)
     try:
@@ -342,6 +352,7 @@ def load(path: str | Path) -> Matrix:
             for x in (v if isinstance(v, list) else [v]):
                 _check_param(at, where, k, x)
         _check_threads(at, where, vcpus, params)
+        _check_copies(at, where, w["name"], params)
         m.workloads.append({"name": w["name"], "variants": list(w["variants"]),
                             "vcpus": list(vcpus), "params": params})
     return m

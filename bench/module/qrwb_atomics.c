@@ -67,7 +67,7 @@ static void qrwb_calibrate_atomics(void)
 		given ? " (batch= given, a multiple of the unroll)" : "");
 }
 
-/* entries: every selected op x copy {0, 1} x the placements */
+/* entries: every selected op x copy {0, 1} (copies=) x the placements */
 static int qrwb_setup_atomics(void)
 {
 	unsigned int nsel = 0, nplace, i;
@@ -76,7 +76,7 @@ static int qrwb_setup_atomics(void)
 	for (i = 0; i < QRWB_NOPS; i++)
 		nsel += qrwb_cxt.op_selected[i];
 	nplace = qrwb_cxt.placement == QRWB_PLACE_BOTH ? 2 : 1;
-	ret = qrwb_alloc_rep(nsel * 2 * nplace, false);
+	ret = qrwb_alloc_rep(nsel * qrwb_cxt.cfg.copies * nplace, false);
 	if (ret)
 		return ret;
 	qrwb_calibrate_atomics();
@@ -92,7 +92,7 @@ static void qrwb_fill_atomics(struct qrwb_ent *e)
 	for (i = 0; i < QRWB_NOPS; i++) {
 		if (!qrwb_cxt.op_selected[i])
 			continue;
-		for (copy = 0; copy < 2; copy++) {
+		for (copy = 0; copy < qrwb_cxt.cfg.copies; copy++) {
 			if (shared)
 				e[n++] = (struct qrwb_ent){ i, copy, 0 };
 			if (percpu)

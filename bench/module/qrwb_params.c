@@ -266,6 +266,10 @@ int qrwb_parse(void)
 	ret = qrwb_parse_ops();
 	if (ret)
 		return ret;
+	if (qrwb_cxt.workload == QRWB_W_ATOMICS && qrwb_cxt.cfg.aa_inject_mb &&
+	    qrwb_cxt.cfg.copies < 2)
+		return qrwb_refuse("aa_inject_mb=1 with copies=%llu: the barrier is injected into copy 1: valid is copies=2 with it",
+				   qrwb_cxt.cfg.copies);
 	ret = qrwb_parse_threads(online);
 	if (ret)
 		return ret;

@@ -115,3 +115,30 @@ def test_failures_end_a_cell():
                          effect=effects.Effect(why="too few"), runs=frozenset({"r"}))
     assert planner.next_round(plan, stats.ComparisonSet([c]), {"r": "F"}) == []
     assert plan.cells["F"].ended_by == planner.FAILURES
+
+
+def test_settle_names_what_stopped_each_cell_when_the_budget_ends_a_round():
+    """A bench whose budget runs out inside a round leaves cells without a
+    reason: settle() gives a cell whose comparisons still need more "budget"
+    (run L of 2026-12-05 stored "target" for cells with 59 of 90 comparisons
+    inconclusive), one at max_boots "max_boots", one at its target "target",
+    and keeps a reason already given."""
+    rng = np.random.default_rng(4)
+    quiet = gen(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
+                run_prefix="q")
+    noisy = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
+                run_prefix="n")
+    full = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="full",
+               run_prefix="m")
+    run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N"), **_run_cell(full, "M"),
+                "other": "F"}
+    cset = stats.compare_cells(quiet + noisy + full, n_resamples=50)
+    plan = planner.Plan(TARGETS, max_boots=6, budget_s=1e9)
+    for key in ("Q", "N", "M", "F"):
+        plan.state(key).boots = 2
+    plan.state("M").boots = 6
+    plan.state("F").ended_by = planner.FAILURES
+    planner.settle(plan, cset, run_cell)
+    assert {k: st.ended_by for k, st in plan.cells.items()} == {
+        "Q": planner.TARGET, "N": planner.BUDGET, "M": planner.MAX_BOOTS,
+        "F": planner.FAILURES}

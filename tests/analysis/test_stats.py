@@ -38,7 +38,7 @@ def _upper(n, p=ALPHA, level=0.001):
 def gen(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0.0,
         variants=("full", "acquire", "release", "relaxed"), copy_factor=1.0, op="op0",
         workload="atomics", impl="inline", params="{}", run_prefix="run", copies=(0, 1),
-        arch="x86_64", cpu="qemu64"):
+        arch="x86_64", cpu="qemu64", placement="shared"):
     """Samples with a known structure: throughput = 50e6 * factor[variant] *
     boot speed (CV boot_cv) * block phase (CV block_cv, common to every entry of
     the block) * window noise (CV cv). Copy 1 is multiplied by copy_factor."""
@@ -53,7 +53,7 @@ def gen(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0
                     x = 50e6 * factors.get(v, 1.0) * boot * phase * rng.lognormal(0, cv)
                     out.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": 2,
                                 "workload": workload, "impl": impl, "op": op,
-                                "placement": "shared", "params": params, "variant": v,
+                                "placement": placement, "params": params, "variant": v,
                                 "copy": c, "run_id": f"{run_prefix}-{b}", "rep": rep,
                                 "started_at": f"{b:04d}", "per_thread_ops": [1, 1],
                                 "throughput": x * (copy_factor if c else 1.0)})
@@ -245,7 +245,7 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
     inj = []
     for k in range(2):
         inj += gen(rng, reps=10, cv=0.02, copy_factor=0.95, op=f"op{k}",
-                   params='{"aa_inject_mb":1}')
+                   params='{"aa_inject_mb":1}', placement="percpu")
     rep = stats.aa_control(inj)
     kinds = {r.kind for r in rep.results}
     assert kinds == {"inject"} and rep.n_judged == 0      # not counted as A/A
@@ -253,9 +253,28 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
     assert stats.calibration_failed(rep) == []
 
 
+def test_an_injected_barrier_on_a_shared_line_is_shown_but_not_counted():
+    """On a line both threads hit, a barrier may make the op faster (less
+    line ping-pong): such a cell neither counts as a miss nor as a hit; the
+    per-CPU cells of the same run are counted."""
+    rng = np.random.default_rng(79)
+    s = gen(rng, reps=10, cv=0.02, copy_factor=1.08, params='{"aa_inject_mb":1}',
+            placement="shared")
+    s += gen(rng, reps=10, cv=0.02, copy_factor=0.95, params='{"aa_inject_mb":1}',
+             placement="percpu")
+    aa = stats.aa_control(s)
+    shared = [r for r in aa.results if r.cell.placement == "shared"]
+    assert len(shared) == 4 and all(r.significant and r.effect.estimate > 0 for r in shared)
+    assert stats.barrier_hits(aa) == (4, 4)
+    assert stats.calibration_failed(aa) == []
+    one = stats.aa_control(gen(rng, reps=10, cv=0.02, copy_factor=1.0,
+                               params='{"aa_inject_mb":1,"threads":1}'))
+    assert stats.barrier_hits(one)[1] == 4          # one thread: its line is its own
+
+
 def test_calibration_fails_when_the_barrier_is_missed_or_aa_is_too_often_significant():
     rng = np.random.default_rng(78)
-    missed = stats.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}'))
+    missed = stats.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}', placement="percpu"))
     # no cost at all: found only where the test's 5 % error rate says "slower"
     assert re.search(r"detected in only [0-2] of 4", stats.calibration_failed(missed)[0])
     biased = []
@@ -272,7 +291,7 @@ def test_calibration_names_the_targets_that_missed_and_what_one_barrier_costs_th
     rng = np.random.default_rng(5)
     s = []
     for arch, inj, mb in (("x86_64", 0.95, 0.5), ("arm64", 1.0, 1.0)):
-        s += gen(rng, reps=10, cv=0.01, copy_factor=inj, arch=arch, params='{"aa_inject_mb":1}')
+        s += gen(rng, reps=10, cv=0.01, copy_factor=inj, arch=arch, params='{"aa_inject_mb":1}', placement="percpu")
         s += gen(rng, reps=10, cv=0.01, op="smp_mb", arch=arch, variants=("full",),
                  factors={"full": mb}, copies=(0,))
         s += gen(rng, reps=10, cv=0.01, op="empty", arch=arch, variants=("relaxed",), copies=(0,))

@@ -100,6 +100,22 @@ def test_bad_parameters_are_refused_with_the_guest_reason(tmp_path, param, value
     assert p.error is not None and p.error["errno"] == 22, p.error     # -EINVAL
 
 
+def test_copies_1_measures_copy_0_only_and_an_injected_barrier_needs_copy_1(tmp_path):
+    """copies=1: every op's copy 0, no A/A twin (half the boot); the
+    module itself refuses aa_inject_mb=1 with it (the matrix does too)."""
+    c = cell("x86_64", "acqrel", "atomics", vcpus=1, ops="atomic_add_return", reps=1,
+             duration_ms=2, placement="percpu", copies=1)
+    st, d, p = boot(tmp_path, c, timeout=60)
+    assert st["status"] == "ok", st
+    got = {(r["variant"], r["copy"]) for r in p.results if r["op"] == "atomic_add_return"}
+    assert got == {(o, 0) for o in orderings_of("atomic_add_return")}
+    c = cell("x86_64", "acqrel", "atomics", vcpus=1, ops="atomic_add_return", reps=1,
+             duration_ms=2, copies=1, aa_inject_mb=1)
+    st, d, p = boot(tmp_path / "inject", c, timeout=60)
+    assert st["status"] == "failed" and "copies=1" in st["reason"], st["reason"]
+    assert p.error is not None and p.error["errno"] == 22, p.error
+
+
 def test_unknown_workload_is_refused(tmp_path):
     kernel_dir("x86_64", "acqrel")
     c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "frob", 1, ())

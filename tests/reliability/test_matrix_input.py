@@ -97,6 +97,20 @@ def test_bad_matrix_values_are_named(tmp_path, old, new, expect):
     assert expect in err(tmp_path, GOOD.replace(old, new, 1))
 
 
+@pytest.mark.parametrize("copies,inject,ok", [(1, 0, True), (2, 1, True), (1, 1, False),
+                                               ("[1, 2]", "[0, 1]", False)])
+def test_an_injected_barrier_needs_the_copy_it_lives_in(tmp_path, copies, inject, ok):
+    """copies = 1 measures copy 0 only; aa_inject_mb puts its barrier in copy
+    1, so the pair is refused before any boot (the module refuses it too)."""
+    text = GOOD.replace('name = "rwlock"', 'name = "atomics"').replace(
+        "write_pct = 10", f"copies = {copies}, aa_inject_mb = {inject}")
+    if ok:
+        assert len(matrix.cells(load(tmp_path, text))) >= 1
+    else:
+        assert ("aa_inject_mb = 1 with copies = 1: the barrier is injected into copy 1: "
+                "valid is copies = 2 with it") in err(tmp_path, text)
+
+
 @pytest.mark.parametrize("table,text,expect", [
     ("target", "target = 5", "'target' must be an array of tables [[target]], not an integer (5)"),
     ("workload", 'workload = "x"', "'workload' must be an array of tables [[workload]], not a string"),

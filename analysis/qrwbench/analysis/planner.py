@@ -89,13 +89,8 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
     for key, st in sorted(plan.cells.items()):
         if st.ended_by:
             continue
-        if key not in factors:
-            st.ended_by = TARGET
-        elif st.failed >= 2:
-            st.ended_by = FAILURES
-        elif st.boots >= plan.max_boots:
-            st.ended_by = MAX_BOOTS
-        else:
+        st.ended_by = _stopped(plan, key, st, factors)
+        if not st.ended_by:
             grow = min(max(statistics.median(factors[key]), 1.0), MAX_GROWTH)
             n = max(1, min(plan.max_boots - st.boots, math.ceil(st.boots * grow) - st.boots))
             cost = max(statistics.fmean(st.boot_s) if st.boot_s else default_cost, 1e-3)
@@ -110,6 +105,31 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
         for _, key, _, _ in offers:
             plan.cells[key].ended_by = BUDGET
     return out
+
+
+def _stopped(plan: Plan, key, st: CellState, needing) -> str:
+    """Why a cell gets no more boots ("" while it may): no comparison it
+    feeds (``needing``: the keys of those that do) needs more, two failed
+    boots, or max_boots."""
+    if key not in needing:
+        return TARGET
+    if st.failed >= 2:
+        return FAILURES
+    if st.boots >= plan.max_boots:
+        return MAX_BOOTS
+    return ""
+
+
+def settle(plan: Plan, cset: stats.ComparisonSet, run_cell: dict) -> None:
+    """When measuring has stopped (the budget ran out inside a round, or no
+    round was left), the reason of every cell that has none yet: "target"
+    when no comparison it feeds still needs more, else what stopped it
+    (max_boots, failures, else the budget)."""
+    needing = {run_cell[r] for c in cset.comparisons if needs_more(c, plan.target_pct)
+               for r in c.runs if r in run_cell}
+    for key, st in plan.cells.items():
+        if not st.ended_by:
+            st.ended_by = _stopped(plan, key, st, needing) or BUDGET
 
 
 def ended_by_counts(plan: Plan) -> Counter:

@@ -190,7 +190,10 @@ def _aa_table(aa: stats.AAReport) -> tables.Table:
     rows = []
     for r in aa.results:
         t, e = r.test, r.effect
-        if r.kind == "inject":
+        if r.kind == "inject" and not stats.calibrates(r.cell):
+            result = ("differs (shared line: not counted)" if r.significant
+                      else "no difference (shared line: not counted)")
+        elif r.kind == "inject":
             result = ("detected" if r.significant and e.estimate < 0 else "MISSED")
         else:
             result = "FALSE POSITIVE" if r.significant else "ok"

@@ -359,8 +359,9 @@ def judge_run(prov: dict, status: dict, console: bytes | None):
 
 
 # Matrix parameters that do not define what is measured: runs that differ only in
-# them measure the same cell and are pooled.
-NON_CELL_PARAMS = ("reps", "seed")
+# them measure the same cell and are pooled (placement and copies select what
+# a boot measures; each sample names its own placement and copy).
+NON_CELL_PARAMS = ("reps", "seed", "placement", "copies")
 
 
 def _sample_row(run_id: str, cell: dict, begin: dict, rec: dict) -> dict:

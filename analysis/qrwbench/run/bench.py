@@ -454,6 +454,13 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
             else:
                 one(matrix.boot(m, by_key[key], plan.cells[key].boots),
                     f"round {rnd} [{k}/{len(keys)}]")
+    if m.max_boots > m.boots and any(not st.ended_by for st in plan.cells.values()):
+        # the budget ended a round part-way, or no round was left: every cell
+        # still without a reason gets one from the comparisons as they stand
+        samples = store.load_samples(conn, run_ids=list(run_cell))
+        if samples:
+            planner.settle(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd),
+                           run_cell)
     ends = planner.ended_by_counts(plan)
     store.save_plan(conn, rig["rig_commit"],
                     {k: (st.boots, st.failed, st.ended_by or planner.TARGET)
