@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import itertools
-import json
 import random
 import re
 import tomllib
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import vocab
+from .cell import Cell
 from .vocab import TOP, InputError
 
 RUN_KEYS = {"boots": int, "timeout_s": int, "mem_mb": int, "seed": int, "test_workloads": bool,
@@ -60,30 +60,6 @@ STR_CHOICES = {"placement": ("both",) + vocab.PLACEMENTS["atomics"],
 def op_names() -> list[str]:
     """Op names of the module's op table bench/module/qrwb_ops.def."""
     return list(vocab.op_orderings())
-
-
-@dataclass(frozen=True)
-class Cell:
-    arch: str
-    accel: str
-    cpu: str
-    variant: str
-    workload: str
-    vcpus: int
-    params: tuple          # sorted (name, value) pairs
-
-    def params_dict(self) -> dict:
-        return dict(self.params)
-
-    def key(self) -> str:
-        return json.dumps({"arch": self.arch, "accel": self.accel, "cpu": self.cpu,
-                           "variant": self.variant, "workload": self.workload,
-                           "vcpus": self.vcpus, "params": self.params_dict()}, sort_keys=True)
-
-    def label(self) -> str:
-        p = " ".join(f"{k}={v}" for k, v in self.params
-                     if k in ("write_pct", "nlocks", "placement", "copies", "ops"))
-        return f"{self.arch}/{self.accel}/{self.cpu} {self.variant} {self.workload}{' ' + p if p else ''} {self.vcpus}v"
 
 
 @dataclass(frozen=True)
@@ -391,8 +367,8 @@ def cells(m: Matrix, accels_ok=lambda t: True) -> list[Cell]:
             for v in w["variants"]:
                 for n in w["vcpus"]:
                     for combo in itertools.product(*values):
-                        out.append(Cell(t["arch"], t["accel"], t["cpu"], v, w["name"], n,
-                                        tuple(zip(names, combo))))
+                        out.append(Cell.boot(t["arch"], t["accel"], t["cpu"], v, w["name"], n,
+                                             zip(names, combo)))
     return out
 
 

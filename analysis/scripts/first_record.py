@@ -5,11 +5,11 @@ Boot-to-first-record: host wall time from QEMU spawn to the first
 import subprocess, sys, time, statistics
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench import matrix
 from qrwbench.run import bench, qemu
+from qrwbench.cell import Cell
 rows = []
 for arch, cpu in [("x86_64", "max"), ("arm64", "max"), ("arm64", "cortex-a57")]:
-    c = matrix.Cell(arch, "tcg", cpu, "acqrel", "atomics", 1,
+    c = Cell.boot(arch, "tcg", cpu, "acqrel", "atomics", 1,
                     tuple(sorted({"ops": "atomic_add_return", "reps": 1, "duration_ms": 5}.items())))
     image, initrd, _, _ = bench.kernel_paths(arch, "acqrel")
     cmd = qemu.command(arch, "tcg", cpu, 1, 256, image, initrd, bench.append_for(c, 1))

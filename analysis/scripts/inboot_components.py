@@ -38,7 +38,7 @@ def main(argv):
         s2w = sum(((x - x.mean()) ** 2).sum() for x in g) / (n - 1).sum()
         means = np.array([x.mean() for x in g])
         between = max(0.0, means.var(ddof=1) - float((s2w / n).mean()))
-        fams[(c.cell.arch, c.cell.cpu_model, c.cell.workload, c.cell.vcpus)].append(
+        fams[(c.cell.arch, c.cell.cpu, c.cell.workload, c.cell.vcpus)].append(
             (c.kind, len(g), n.mean(), np.sqrt(s2w) * 100, np.sqrt(between) * 100,
              c.effect.half_width_pct))
     print("arch cpu workload vCPUs: verdicts; medians: boots, blocks/boot, block SD, "

@@ -26,13 +26,13 @@ def main(argv):
     a = report.analyse(conn, n_resamples=200)
     kinds, widths, place = defaultdict(Counter), defaultdict(list), defaultdict(Counter)
     for c in a.cset.comparisons:
-        k = (c.cell.arch, c.cell.cpu_model, f"{c.cell.vcpus}v", c.cell.workload,
+        k = (c.cell.arch, c.cell.cpu, f"{c.cell.vcpus}v", c.cell.workload,
              c.cell.impl if c.cell.workload == "rwlock" else "", c.level)
         kinds[k][c.kind] += 1
         if c.effect is not None and c.effect.judged:
             widths[k].append(c.effect.half_width_pct)
         if c.cell.workload == "atomics":
-            place[(c.cell.arch, c.cell.cpu_model, c.cell.vcpus, c.cell.placement)].update(
+            place[(c.cell.arch, c.cell.cpu, c.cell.vcpus, c.cell.placement)].update(
                 ["all"] + (["inconclusive"] if c.kind == "inconclusive" else []))
     print(f"{'group':52s} {'n':>5s} {'slower':>6s} {'faster':>6s} {'equiv':>6s} {'inconcl':>7s} {'median CI':>9s}")
     for k in sorted(kinds):
@@ -52,10 +52,10 @@ def main(argv):
     for row in stats.within_boot_cv(samples):
         if row["copy"] == 0 and two_vcpu_atomics(row["cell"]):
             c = row["cell"]
-            cv[(c.arch, c.cpu_model, c.placement)].append(row["within_cv"])
+            cv[(c.arch, c.cpu, c.placement)].append(row["within_cv"])
     for cell, var in stats.group_reps(samples, copy=0).items():
         if two_vcpu_atomics(cell) and "full" in var and "relaxed" in var:
-            sd[(cell.arch, cell.cpu_model, cell.placement)] += [
+            sd[(cell.arch, cell.cpu, cell.placement)] += [
                 np.std(g, ddof=1) for g in effects.block_log_ratios(var["relaxed"], var["full"])
                 if len(g) > 3]
     print("\n2-vCPU atomics: within-boot CV (stats.within_boot_cv) and SD of one block's "

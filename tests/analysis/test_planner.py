@@ -4,6 +4,7 @@ import numpy as np
 
 from qrwbench.analysis import effects, planner, stats
 from test_stats import gen
+from qrwbench.cell import Cell
 
 TARGETS = {"in-boot": 2.0, "kernel": 5.0}
 
@@ -110,7 +111,7 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
 def test_failures_end_a_cell():
     plan = planner.Plan(TARGETS, max_boots=8, budget_s=1e9)
     plan.state("F").boots, plan.state("F").failed = 3, 2
-    c = stats.Comparison(stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "op",
+    c = stats.Comparison(Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "op",
                                     "shared", "{}"), "relaxed", "full", None, None, None,
                          effect=effects.Effect(why="too few"), runs=frozenset({"r"}))
     assert planner.next_round(plan, stats.ComparisonSet([c]), {"r": "F"}) == []

@@ -5,9 +5,10 @@ import json
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import matrix, vocab
+from qrwbench import vocab
 from qrwbench.results import records
 from qrwbench.run import bench, qemu
+from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -15,7 +16,7 @@ NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 
 def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
     kernel_dir(arch, variant)
-    return matrix.Cell(arch, "tcg", cpu, variant, workload, vcpus, tuple(sorted(params.items())))
+    return Cell.boot(arch, "tcg", cpu, variant, workload, vcpus, tuple(sorted(params.items())))
 
 
 def boot(tmp_path, c, timeout=120, seed=7):
@@ -118,14 +119,14 @@ def test_copies_1_measures_copy_0_only_and_an_injected_barrier_needs_copy_1(tmp_
 
 def test_unknown_workload_is_refused(tmp_path):
     kernel_dir("x86_64", "acqrel")
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "frob", 1, ())
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "frob", 1, ())
     st, _, _ = boot(tmp_path, c, timeout=60)
     assert st["status"] == "failed" and "frob" in st["reason"]
 
 
 def test_hanging_guest_times_out_and_is_failed_with_console_tail(tmp_path):
     kernel_dir("x86_64", "acqrel")
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "hang", 1, ())
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "hang", 1, ())
     st, d, p = boot(tmp_path, c, timeout=15)
     assert st["status"] == "failed" and st["timed_out"]
     assert st["console_tail"], "console tail missing"

@@ -12,9 +12,9 @@ import statistics
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import matrix
 from qrwbench.results import records
 from qrwbench.run import bench
+from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -22,7 +22,7 @@ NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 
 def boot(tmp_path, arch, cpu, workload="atomics", name="run", **params):
     kernel_dir(arch, "acqrel")
-    c = matrix.Cell(arch, "tcg", cpu, "acqrel", workload, 2, tuple(sorted(params.items())))
+    c = Cell.boot(arch, "tcg", cpu, "acqrel", workload, 2, tuple(sorted(params.items())))
     d = tmp_path / name
     st = bench.boot_one(c, 11, d, 120, 256, NO_KVM)
     assert st["status"] == "ok", st

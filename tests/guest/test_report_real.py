@@ -6,10 +6,10 @@ from html import unescape
 import pytest
 
 from conftest import kernel_dir
-from qrwbench import matrix
 from qrwbench.results import store
 from qrwbench.report import report
 from qrwbench.run import bench
+from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -20,10 +20,10 @@ def real_db(tmp_path_factory):
     kernel_dir("x86_64", "acqrel")
     tmp = tmp_path_factory.mktemp("real-report")
     db = str(tmp / "r.sqlite")
-    cells = [matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 2,
+    cells = [Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2,
                          (("duration_ms", 3), ("ops", "atomic_add_return"), ("placement", "percpu"),
                           ("reps", 4))),
-             matrix.Cell("x86_64", "tcg", "max", "acqrel", "rwlock", 2,
+             Cell.boot("x86_64", "tcg", "max", "acqrel", "rwlock", 2,
                          (("duration_ms", 3), ("reps", 4), ("write_pct", 10)))]
     ids = []
     for i, c in enumerate(cells):

@@ -15,6 +15,7 @@ from loopback import Loopback
 from qrwbench.analysis import stats
 from qrwbench.run import remote
 from qrwbench.vocab import InputError
+from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 
@@ -183,7 +184,6 @@ def test_the_host_is_a_blocking_factor():
 
 
 def test_a_job_script_runs_qemu_under_timeout_with_the_hosts_tsc():
-    from qrwbench import matrix
     from qrwbench.run import bench_remote
 
     class FakeHosts(bench_remote.Hosts):
@@ -191,7 +191,7 @@ def test_a_job_script_runs_qemu_under_timeout_with_the_hosts_tsc():
             self.blobs = {}
     kernel_dir("x86_64", "acqrel")
     from qrwbench.run.bench import kernel_paths
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1, (("ops", "empty"),))
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, (("ops", "empty"),))
     h = FakeHosts()
     script, argv = bench_remote.job_for(h, c, 7, "rid1", 99, 256, kernel_paths("x86_64", "acqrel"))
     lines = script.splitlines()

@@ -4,6 +4,7 @@ import subprocess
 import pytest
 
 from qrwbench.run import perf
+from qrwbench.cell import Cell
 
 
 def test_parse_real_perf_stat_output(tmp_path):
@@ -67,10 +68,9 @@ def test_real_perf_kvm_stat_of_a_process_without_a_vm(tmp_path):
 
 
 def test_perf_prefix_per_accel(tmp_path, monkeypatch):
-    from qrwbench import matrix
     from qrwbench.run import bench
-    tcg = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
-    kvm = matrix.Cell("x86_64", "kvm", "host", "acqrel", "atomics", 1, ())
+    tcg = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
+    kvm = Cell.boot("x86_64", "kvm", "host", "acqrel", "atomics", 1, ())
     monkeypatch.setenv("QRWB_PERF", "1")
     pre, note = bench.perf_prefix(kvm, tmp_path)
     assert pre[:2] == ["perf", "stat"] and pre[-7:-3] == ["perf", "kvm", "stat", "record"]
@@ -85,13 +85,12 @@ def test_perf_prefix_per_accel(tmp_path, monkeypatch):
 def test_perf_stat_of_a_real_guest_boot_is_stored_and_reported(tmp_path, monkeypatch):
     import json
     from conftest import kernel_dir
-    from qrwbench import matrix
     from qrwbench.results import store
     from qrwbench.report import report
     from qrwbench.run import bench
     kernel_dir("x86_64", "acqrel")
     monkeypatch.delenv("QRWB_PERF", raising=False)      # on by default
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1,
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
     st = bench.boot_one(c, 1, tmp_path / "run", 60, 256, {"usable": False, "reason": "t", "booted": False})
     assert st["status"] == "ok", st

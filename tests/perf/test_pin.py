@@ -7,6 +7,7 @@ import time
 import pytest
 
 from qrwbench.run import pin
+from qrwbench.cell import Cell
 
 
 def test_plan_round_robin_and_overcommit():
@@ -71,11 +72,10 @@ def test_pins_the_vcpu_threads_of_a_real_qemu():
 @pytest.mark.guest
 def test_pinned_guest_boot_is_recorded(tmp_path):
     from conftest import kernel_dir
-    from qrwbench import matrix
     from qrwbench.results import store
     from qrwbench.run import bench
     kernel_dir("x86_64", "acqrel")
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 2,
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
     st = bench.boot_one(c, 1, tmp_path / "run", 60, 256,
                         {"usable": False, "reason": "t", "booted": False}, pin=True)
@@ -89,7 +89,7 @@ def test_pinned_guest_boot_is_recorded(tmp_path):
 def test_pinned_and_unpinned_boots_are_different_runs():
     from qrwbench import matrix
     from qrwbench.run import bench
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 2, ())
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2, ())
     b = matrix.Boot(c, 0, 7)
     rig = {"rig_commit": "a" * 40, "rig_diff_sha256": ""}
     assert bench.run_id(b, rig, "") == bench.run_id(b, rig, "", False)

@@ -8,8 +8,8 @@ import pytest
 
 import synth
 from conftest import kernel_dir
-from qrwbench import matrix
 from qrwbench.run import bench, qemu
+from qrwbench.cell import Cell
 
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]
@@ -28,7 +28,7 @@ def boot_with_console(tmp_path, monkeypatch, boot_lines, vcpus=2):
 
     monkeypatch.setattr(qemu, "boot", fake_boot)
     monkeypatch.setenv("QRWB_PERF", "0")
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, ())
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, ())
     return bench.boot_one(c, 1, tmp_path / "run", 60, 256, NO_KVM)
 
 

@@ -9,12 +9,13 @@ import subprocess
 import pytest
 
 from conftest import TOP
-from qrwbench import cli, matrix, outputs
+from qrwbench import cli, outputs
 from qrwbench.results import store
 from qrwbench.run import bench
 from qrwbench.errors import QrwbenchError
 
 import synth
+from qrwbench.cell import Cell
 
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
 
@@ -155,7 +156,7 @@ def test_audit_and_torture_refuse_a_foreign_out_before_any_work(tmp_path, capsys
 def test_a_run_directory_is_replaced_only_when_it_is_a_run(tmp_path):
     d = user_dir(tmp_path, "run-x")
     before = snapshot(d)
-    cell = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
+    cell = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
     fake = (tmp_path / "vmlinux", tmp_path / "initrd", tmp_path, tmp_path)
     with pytest.raises(QrwbenchError, match="not a qrwbench run directory"):
         bench.boot_one(cell, 1, d, 5, 256, bench.NOT_ASKED, kernel=fake)

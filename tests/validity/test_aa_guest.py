@@ -7,10 +7,10 @@ import pytest
 from scipy import stats as sps
 
 from conftest import kernel_dir
-from qrwbench import matrix
 from qrwbench.results import store
 from qrwbench.analysis import stats
 from qrwbench.run import bench
+from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -20,7 +20,7 @@ AA_BOOTS = 3
 
 def boot_samples(tmp_path, name, seed, vcpus=2, **params):
     kernel_dir("x86_64", "acqrel")
-    c = matrix.Cell("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, tuple(sorted(params.items())))
+    c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, tuple(sorted(params.items())))
     d = tmp_path / name
     st = bench.boot_one(c, seed, d, 120, 256, NO_KVM)
     assert st["status"] == "ok", st

@@ -8,7 +8,8 @@ import pytest
 from conftest import BUILD, TOP, kernel_dir
 from qrwbench import cli, vocab
 from qrwbench.build import audit
-from qrwbench.analysis import codeid, stats
+from qrwbench.analysis import codeid
+from qrwbench.cell import Cell
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
 
@@ -164,7 +165,7 @@ def test_audit_json_labels_identical_code_through_codeid(tmp_path):
     doc = json.loads((out / "audit.json").read_text())
     assert doc["schema"] == 1 and len(doc["modules"]) == 2
     a = codeid.load_audit(out / "audit.json")
-    cell = stats.Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return", "percpu", "{}")
+    cell = Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return", "percpu", "{}")
     assert a.is_identical(cell, "acquire", "full")
     assert not a.is_identical(cell.replace(arch="arm64"), "acquire", "full")
     assert not any("sub_return" in n["text"] and n["arch"] == "arm64" for n in a.notes)

@@ -7,8 +7,9 @@ import pytest
 
 from conftest import kernel_dir
 from qrwbench import vocab
-from qrwbench.analysis import codeid, stats
+from qrwbench.analysis import codeid
 from qrwbench.run import emuaudit as E
+from qrwbench.cell import Cell
 
 DATA = Path(__file__).parent / "data" / "emu"
 ORDS = ("full", "acquire", "release", "relaxed")
@@ -82,11 +83,11 @@ def test_report_marks_blind_comparisons(tmp_path, monkeypatch):
            "op": "atomic_add_return", "variants": ["full", "relaxed"], "label": E.BLIND}
     emu.write_text(json.dumps(E.to_json([row], "QEMU 7.2")))
     audit = codeid.Audit(blind=codeid.load_blind(emu))
-    cell = stats.Cell("arm64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return",
+    cell = Cell("arm64", "tcg", "max", 2, "atomics", "inline", "atomic_add_return",
                       "shared", "{}")
     assert audit.is_blind(cell, "relaxed", "full")
     assert not audit.is_blind(cell, "relaxed", "acquire")
-    assert not audit.is_blind(stats.Cell("arm64", "tcg", "max", 1, "atomics", "inline",
+    assert not audit.is_blind(Cell("arm64", "tcg", "max", 1, "atomics", "inline",
                                          "atomic_add_return", "shared", "{}"), "relaxed", "full")
     emu.write_text('{"schema": 1, "blind": [{"arch": "arm64"}]}')
     with pytest.raises(Exception, match=r"blind\[0\]: needs arch, accel"):

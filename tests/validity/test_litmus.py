@@ -106,7 +106,7 @@ def test_real_canaries_on_two_vcpus(tmp_path):
 def test_one_vcpu_is_refused_by_the_module(tmp_path):
     kernel_dir("x86_64", "acqrel")
     c = litmus.cell("x86_64", "tcg", "max", iters=10)
-    c = type(c)(c.arch, c.accel, c.cpu, c.variant, c.workload, 1, c.params)
+    c = c.replace(vcpus=1)
     bench.boot_one(c, 1, tmp_path / "r", 300, 256, {"usable": False, "reason": "t", "booted": False})
     p = records.parse_console((tmp_path / "r" / "console.log").read_bytes())
     assert not p.ok

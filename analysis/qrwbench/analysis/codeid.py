@@ -47,10 +47,11 @@ class Audit:
     blind: list[dict] | None = None     # None: no emulator audit was read
 
     def is_blind(self, cell, a: str, b: str) -> bool:
-        """TCG executes the same for variants a and b of ``cell`` (a stats.Cell)."""
+        """TCG executes the same for variants a and b of ``cell`` (a Cell)."""
         for e in self.blind or ():
-            if all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "cpu_model", "vcpus",
-                                                           "impl", "op")) \
+            # the file names the CPU model cpu_model, as the samples do
+            if all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "vcpus", "impl", "op")) \
+                    and e.get("cpu_model") == cell.cpu \
                     and {a, b} <= set(e["variants"]):
                 return True
         return False

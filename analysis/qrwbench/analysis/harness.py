@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cell import Cell
 from . import effects, stats
 
 EMPTY = ("empty", "relaxed")     # the harness op of qrwb_ops.def and its ordering
@@ -25,7 +26,7 @@ EMPTY = ("empty", "relaxed")     # the harness op of qrwb_ops.def and its orderi
 
 @dataclass
 class OpCost:
-    cell: stats.Cell
+    cell: Cell
     variant: str
     ns: effects.Effect                 # of log(ns per op and thread)
     share: effects.Effect | None       # of log(ns(empty) / ns(op)); None for empty itself
@@ -53,7 +54,7 @@ class OpCost:
         return self.ns_per_op * (1.0 - self.harness_share)
 
 
-def _threads(cell: stats.Cell) -> int:
+def _threads(cell: Cell) -> int:
     return int(cell.params_dict().get("threads") or cell.vcpus)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import gitutil
+from ..cell import Cell
 from . import stats
 
 COMMIT_FIELD = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}
@@ -21,7 +22,7 @@ COMMIT_FIELD = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}
 
 @dataclass
 class History:
-    cell: stats.Cell
+    cell: Cell
     variant: str
     commits: list[str]              # oldest first
     samples: list[np.ndarray]
@@ -66,7 +67,7 @@ def histories(samples, *, key: str = "rig", repo=None, min_commits: int = 2,
     acc = defaultdict(lambda: defaultdict(list))
     for s in samples:
         if s["copy"] == 0 and s.get(field) is not None:
-            acc[(stats.Cell.of(s), s["variant"])][s[field]].append(float(s["throughput"]))
+            acc[(Cell.of(s), s["variant"])][s[field]].append(float(s["throughput"]))
     out = []
     for (cell, variant), per in sorted(acc.items()):
         commits = [c for c in order if c in per]

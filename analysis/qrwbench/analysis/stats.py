@@ -45,6 +45,7 @@ from statsmodels.stats.multitest import multipletests
 from .. import vocab
 from ..defaults import ALPHA, CORRECTIONS
 from ..errors import QrwbenchError
+from ..cell import Cell
 from . import effects
 
 DEFAULT_BASELINES = vocab.BASELINES
@@ -57,63 +58,6 @@ FASTER, SLOWER, NO_DIFF = "faster", "slower", "no significant difference"
 
 
 # -------------------------------------------------------------------- cells
-
-@dataclass(frozen=True, order=True)
-class Cell:
-    """What is held fixed in a comparison (everything but variant and copy)."""
-
-    arch: str
-    accel: str
-    cpu_model: str
-    vcpus: int
-    workload: str
-    impl: str
-    op: str
-    placement: str
-    params: str          # canonical JSON
-    # The host that ran the boots (make bench HOSTS=...; "" the coordinating
-    # host): a blocking factor, so no comparison pairs two hosts' values.
-    host: str = ""
-
-    @classmethod
-    def of(cls, sample: dict) -> "Cell":
-        return cls(*(sample[f] if f != "host" else sample.get("host") or ""
-                     for f in cls.__dataclass_fields__))
-
-    def params_dict(self) -> dict:
-        import json
-        return json.loads(self.params)
-
-    def params_text(self, drop=()) -> str:
-        """``k=v,...`` of the parameters; ``threads`` only when it differs from vCPUs."""
-        p = self.params_dict()
-        if p.get("threads") == self.vcpus:
-            p.pop("threads")
-        return ",".join(f"{k}={v}" for k, v in sorted(p.items()) if k not in drop)
-
-    def label(self) -> str:
-        extra = self.params_text()
-        return (f"{self.arch}/{self.accel}/{self.cpu_model}/{self.vcpus}v "
-                f"{self.workload} {self.impl} {self.op} {self.placement}"
-                + (f" [{extra}]" if extra else "") + (f" @{self.host}" if self.host else ""))
-
-    def metric(self, variant: str, what: str = "throughput") -> str:
-        """``qrwbench.<arch>.<accel>.<workload>.<metric>`` (0-day style name)."""
-        parts = [self.cpu_model, f"{self.vcpus}v", self.impl, self.op, variant,
-                 self.placement]
-        extra = self.params_text().replace(",", ".").replace("=", "")
-        if extra:
-            parts.append(extra)
-        if self.host:
-            parts.append(f"at-{self.host}")
-        return f"qrwbench.{self.arch}.{self.accel}.{self.workload}." + \
-            ".".join(parts + [what])
-
-    def replace(self, **kw) -> "Cell":
-        d = {f: getattr(self, f) for f in self.__dataclass_fields__}
-        d.update(kw)
-        return Cell(**d)
-
 
 def group_runs(samples, *, copy: int | None = 0, value: str = "throughput"
                ) -> dict[Cell, dict[str, dict[str, list[float]]]]:
@@ -349,7 +293,7 @@ class Comparison:
     def family(self) -> tuple:
         """Multiple-comparison family: one arch, accelerator, CPU model and
         workload (on one host, when there are several)."""
-        return (self.cell.arch, self.cell.accel, self.cell.cpu_model, self.cell.workload,
+        return (self.cell.arch, self.cell.accel, self.cell.cpu, self.cell.workload,
                 self.cell.host)
 
     @property
@@ -646,7 +590,7 @@ _NO_SUMMARY = Summary(0, math.nan, math.nan, math.nan, math.nan, math.nan, math.
 
 
 def _target(cell: Cell) -> str:
-    return f"{cell.arch}/{cell.accel}/{cell.cpu_model} {cell.vcpus}v"
+    return f"{cell.arch}/{cell.accel}/{cell.cpu} {cell.vcpus}v"
 
 
 def calibrates(cell: Cell) -> bool:

@@ -26,8 +26,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import matrix, vocab
+from .. import vocab
 from ..errors import QrwbenchError
+from ..cell import Cell
 from ..results import records
 
 DEFAULT_CANARIES = vocab.BUILD / "torture" / "canaries.json"     # make torture writes it
@@ -39,9 +40,9 @@ LIMIT_MS = 20000         # per test: the module stops a test after this
 
 
 def cell(arch: str, accel: str, cpu: str, variant: str = "acqrel", iters: int = ITERS,
-         limit_ms: int = LIMIT_MS) -> matrix.Cell:
+         limit_ms: int = LIMIT_MS) -> Cell:
     """The canary boot of one target (two vCPUs: the two threads of a test)."""
-    return matrix.Cell(arch, accel, cpu, variant, "litmus", 2,
+    return Cell.boot(arch, accel, cpu, variant, "litmus", 2,
                        tuple(sorted({"litmus_iters": iters, "duration_ms": limit_ms}.items())))
 
 
@@ -82,11 +83,11 @@ def blind_to_mp(recs: list[dict]) -> bool:
     return bool(mp) and not any(seen(r) for r in mp)
 
 
-def target_label(c: matrix.Cell) -> str:
+def target_label(c: Cell) -> str:
     return f"{c.arch}/{c.accel}/{c.cpu}"
 
 
-def canary_targets(cells: list[matrix.Cell]) -> list[matrix.Cell]:
+def canary_targets(cells: list[Cell]) -> list[Cell]:
     """One canary cell per (arch, accel, cpu) of ``cells``, in their order."""
     seen_t, out = set(), []
     for c in cells:

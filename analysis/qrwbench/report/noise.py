@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..defaults import ALPHA
 from ..errors import QrwbenchError
+from ..cell import Cell
 from ..results import store
 
 # numpy, scipy and the modules that need them (report, stats) are imported
@@ -36,7 +37,7 @@ from ..results import store
 
 def group(cell) -> tuple:
     """The row a cell is summarized in: rwlock rows are split by impl."""
-    g = (cell.arch, cell.cpu_model, cell.vcpus, cell.workload)
+    g = (cell.arch, cell.cpu, cell.vcpus, cell.workload)
     return g + ((cell.impl,) if cell.workload == "rwlock" else ())
 
 
@@ -71,7 +72,7 @@ def _tally(results) -> dict:
     per = defaultdict(lambda: [0, 0])
     for r in results:
         if r.test.judged:
-            k = (r.cell.arch, r.cell.cpu_model, r.cell.workload)
+            k = (r.cell.arch, r.cell.cpu, r.cell.workload)
             per[k][0] += r.significant
             per[k][1] += 1
     return dict(per)
@@ -104,7 +105,7 @@ def raw_boot_aa(samples, *, alpha=ALPHA, n_resamples=500) -> list:
     order = {}
     for s in samples:
         if s["copy"] == 0:
-            runs[(stats.Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
+            runs[(Cell.of(s), s["variant"])][s["run_id"]].append(float(s["throughput"]))
             order.setdefault(s["run_id"], (s.get("started_at") or "", s["run_id"]))
     out = []
     for i, ((cell, variant), d) in enumerate(sorted(runs.items())):

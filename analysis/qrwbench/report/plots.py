@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator  # noqa: E402
 import numpy as np  # noqa: E402
 
 from .. import vocab  # noqa: E402
+from ..cell import Cell  # noqa: E402
 from ..analysis import stats  # noqa: E402
 
 PER_FIGURE = 12          # panels per figure
@@ -79,7 +80,7 @@ def _sweep(samples, x_field: str, drop_params: tuple, n_resamples: int):
     for s in samples:
         if s["copy"] != 0 or s.get(x_field) is None:
             continue
-        cell = stats.Cell.of(s)
+        cell = Cell.of(s)
         g = cell.replace(params=_without(cell.params, *drop_params),
                          **({"vcpus": 0} if x_field == "vcpus" else {}))
         acc[g][s["variant"]][s[x_field]].append(float(s["throughput"]))
@@ -122,7 +123,7 @@ def _sweep_figures(data, out_dir, prefix, xlabel, title_of):
     written = []
     by_fig = defaultdict(list)
     for g in sorted(data):
-        by_fig[(g.arch, g.accel, g.cpu_model, g.workload)].append(g)
+        by_fig[(g.arch, g.accel, g.cpu, g.workload)].append(g)
     for key, groups in sorted(by_fig.items()):
         for start in range(0, len(groups), PER_FIGURE):
             if len(written) >= MAX_FIGURES:
@@ -178,7 +179,7 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
     groups = defaultdict(list)
     for c in comparisons:
         if c.test.judged:
-            groups[(c.cell.arch, c.cell.accel, c.cell.cpu_model, c.cell.workload)].append(c)
+            groups[(c.cell.arch, c.cell.accel, c.cell.cpu, c.cell.workload)].append(c)
     written = []
     colors = {stats.effects.FASTER: "tab:green", stats.effects.SLOWER: "tab:red",
               stats.effects.EQUIVALENT: "tab:blue"}
@@ -231,7 +232,7 @@ def fairness_plot(fair_rows, out_dir) -> list[str]:
         if r["copy"] != 0 or r["threads"] < 2:
             continue
         c = r["cell"]
-        groups[(c.arch, c.accel, c.cpu_model, c.workload)][(c, r["variant"])].append(r)
+        groups[(c.arch, c.accel, c.cpu, c.workload)][(c, r["variant"])].append(r)
     written = []
     for key, rows in sorted(groups.items()):
         items = sorted(rows.items(), key=lambda kv: (kv[0][0], _variant_key(kv[0][1])))

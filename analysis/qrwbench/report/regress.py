@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import gitutil
 from ..errors import QrwbenchError
+from ..cell import Cell
 from ..results import store
 from ..analysis import effects, history, stats
 
@@ -45,7 +46,7 @@ REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (
 
 @dataclass
 class MetricResult:
-    cell: stats.Cell
+    cell: Cell
     variant: str
     base: np.ndarray
     target: np.ndarray

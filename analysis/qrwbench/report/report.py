@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import gitutil, matrix, outputs, vocab
 from ..errors import QrwbenchError
+from ..cell import Cell
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
 from . import litmus, plots, tables
@@ -144,13 +145,13 @@ def _agreement(cset) -> list[list[str]]:
     return rows
 
 
-def _matrix_cell(run: dict) -> matrix.Cell:
+def _matrix_cell(run: dict) -> Cell:
     """The matrix cell a stored run booted (its key is what the plan stores)."""
     try:
         params = json.loads(run.get("cell_params") or "{}")
     except ValueError:
         params = {}
-    return matrix.Cell(run["arch"], run["accel"], run["cpu_model"], run["kernel_variant"],
+    return Cell.boot(run["arch"], run["accel"], run["cpu_model"], run["kernel_variant"],
                        run["workload"], run["vcpus"], tuple(sorted(params.items())))
 
 
@@ -257,7 +258,7 @@ def _rw_table(samples) -> tables.Table:
     acc = defaultdict(lambda: defaultdict(list))
     for s in samples:
         if s["workload"] == "rwlock" and s["copy"] == 0:
-            k = (stats.Cell.of(s), s["variant"])
+            k = (Cell.of(s), s["variant"])
             acc[k]["reads"].append(s["reads"] * 1e9 / s["ns"])
             acc[k]["writes"].append(s["writes"] * 1e9 / s["ns"])
             acc[k]["violations"].append(s["violations"])
@@ -370,7 +371,7 @@ def _sweep_table(samples) -> tables.Table:
     for s in samples:
         if s["copy"] != 0:
             continue
-        cell = stats.Cell.of(s)
+        cell = Cell.of(s)
         p = cell.params_dict()
         if p.get("threads") == cell.vcpus:      # one thread per vCPU: not a parameter here
             p.pop("threads")
@@ -406,7 +407,7 @@ def _pmu_table(sel: Selection) -> tables.Table:
             continue
         for k in ("cycles", "instructions"):
             if s.get(k) is not None:
-                acc[(stats.Cell.of(s), s["variant"])][k].append(s[k] / s["ops"])
+                acc[(Cell.of(s), s["variant"])][k].append(s[k] / s["ops"])
     rows = []
     for (cell, variant), d in sorted(acc.items(), key=lambda kv: (kv[0][0].label(), kv[0][1])):
         n = max(len(d["cycles"]), len(d["instructions"]))
@@ -480,7 +481,7 @@ def _canary_md(canaries) -> str:
 
 def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     plot_dir = out / "plots"
-    oc_cells = {stats.Cell.of(s) for s in a.selection.samples if s.get("overcommitted")}
+    oc_cells = {Cell.of(s) for s in a.selection.samples if s.get("overcommitted")}
     figs = {
         "Throughput vs vCPUs": plots.throughput_vs_vcpus(a.selection.samples, plot_dir,
                                                          n_resamples=n_resamples),

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gitutil, vocab
+from ..cell import canonical_json
 from ..errors import QrwbenchError, one_line
 from . import faults, records
 
@@ -117,11 +118,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 def default_db_path() -> str:
     """``$RESULTS_DB`` when set and non-empty, else ``results/qrwbench.sqlite``."""
     return os.environ.get("RESULTS_DB") or DEFAULT_DB
-
-
-def canonical_json(obj) -> str:
-    """Key-sorted compact JSON: equal objects give equal text (the cell key)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 # ------------------------------------------------------------------ opening

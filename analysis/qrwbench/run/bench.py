@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import matrix, outputs, vocab
 from ..vocab import TOP, InputError
+from ..cell import Cell
 from ..results import store
 from . import kvm, perf, provenance, qemu
 from . import pin as pinmod
@@ -48,14 +49,14 @@ def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
     return image, initrd, kdir, vocab.kernel_src(variant)
 
 
-def cell_provenance(cell: matrix.Cell) -> dict:
+def cell_provenance(cell: Cell) -> dict:
     """The ``cell`` entry of a run's provenance.json (local and remote boots)."""
     return {"arch": cell.arch, "accel": cell.accel, "cpu_model": cell.cpu,
             "vcpus": cell.vcpus, "kernel_variant": cell.variant,
             "workload": cell.workload, "params": cell.params_dict()}
 
 
-def append_for(cell: matrix.Cell, seed: int) -> str:
+def append_for(cell: Cell, seed: int) -> str:
     params = {"workload": cell.workload, "seed": seed, **cell.params_dict()}
     return " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
 
@@ -66,12 +67,12 @@ def run_id(boot: matrix.Boot, rig: dict, nonce: str, pin: bool = False) -> str:
     c = boot.cell
     ident = [c.key(), boot.index, boot.seed, rig["rig_commit"], rig["rig_diff_sha256"], nonce]
     h = hashlib.sha256(json.dumps(ident + (["pinned"] if pin else [])).encode()).hexdigest()[:12]
-    wp = dict(c.params).get("write_pct")
+    wp = c.params_dict().get("write_pct")
     return (f"{h}-{c.arch}-{c.accel}-{c.cpu}-{c.variant}-{c.workload}"
             f"{'' if wp is None else f'-w{wp}'}-{c.vcpus}v-b{boot.index}")
 
 
-def boot_one(cell: matrix.Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
+def boot_one(cell: Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
              kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None,
              pin: bool = False, wrap: list[str] | None = None) -> dict:
     """Boot one guest for `cell`, save everything in run_dir; return the status.
@@ -121,7 +122,7 @@ def judge_and_write(run_dir: Path, prov: dict, status: dict) -> dict:
     return status
 
 
-def perf_prefix(cell: matrix.Cell, run_dir: Path) -> tuple[list[str], dict]:
+def perf_prefix(cell: Cell, run_dir: Path) -> tuple[list[str], dict]:
     """The perf commands to run QEMU under, and why any is missing. `perf stat`
     for every run unless QRWB_PERF=0; with KVM also `perf kvm stat record`."""
     if os.environ.get("QRWB_PERF", "1") == "0":
@@ -218,7 +219,7 @@ def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
         return {"usable": False, "reason": kvm.static_check(arch)[1], "booted": False}
 
     def probe_boot():
-        cell = matrix.Cell(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
+        cell = Cell.boot(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
                            (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
         d = vocab.BUILD / f"kvm-probe-run-{arch}"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import matrix, outputs, vocab
 from ..vocab import InputError
+from ..cell import Cell
 from ..results import store
 from . import provenance, qemu, remote
 
@@ -36,10 +37,10 @@ class Hosts:
         self.blobs: dict[str, Path] = {}
         self.sent: set[tuple[str, str]] = set()
 
-    def able(self, cell: matrix.Cell) -> list[remote.Host]:
+    def able(self, cell: Cell) -> list[remote.Host]:
         return [h for h in self.hosts if not h.can_run(cell.arch, cell.accel)]
 
-    def why_not(self, cell: matrix.Cell) -> str:
+    def why_not(self, cell: Cell) -> str:
         return "; ".join(h.can_run(cell.arch, cell.accel) for h in self.hosts)
 
     def blob(self, path: Path) -> str:
@@ -71,7 +72,7 @@ class Hosts:
         return out
 
 
-def job_for(hosts: Hosts, cell: matrix.Cell, seed: int, rid: str, timeout_s: int,
+def job_for(hosts: Hosts, cell: Cell, seed: int, rid: str, timeout_s: int,
             mem_mb: int, kernel: tuple) -> tuple[str, list[str]]:
     """(job script, QEMU argv with the TSC placeholder) of one remote boot."""
     from .bench import append_for

@@ -73,8 +73,7 @@ def _build_at(wd, cell, sha, *, in_step=False):
     if ktree.git(wd.linux, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip() != sha:
         ktree.checkout(wd.linux, sha, keep_bisect=in_step)  # (a fresh clone has no HEAD yet)
     variant = ktree.build_variant(wd.linux, sha, cell.variant)
-    bcell = cell if variant == cell.variant else type(cell)(
-        cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
+    bcell = cell if variant == cell.variant else cell.replace(variant=variant)
     log(f"{sha[:12]}: building {cell.arch}-{variant} in {wd.obj}")
     ktree.build(wd, cell.arch, variant, log=print)
     return bcell

@@ -31,6 +31,7 @@ from pathlib import Path
 from .. import gitutil, matrix, vocab
 from ..errors import QrwbenchError
 from ..vocab import TOP
+from ..cell import Cell
 
 DEFAULT_SRC = vocab.BUILD / "src" / "linux"
 CELL_SYNTAX = "ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS"
@@ -42,8 +43,8 @@ KERNEL_VARIANT = "kernel"     # comparisons: impl=kernel rows, whatever variant 
 
 # ------------------------------------------------------------------ CELL
 
-def parse_cell(text: str) -> matrix.Cell:
-    """A matrix.Cell from CELL (see the module docstring); QrwbenchError naming
+def parse_cell(text: str) -> Cell:
+    """A Cell from CELL (see the module docstring); QrwbenchError naming
     the bad field and what is valid."""
     if not text:
         raise QrwbenchError(f"CELL is empty: give CELL={CELL_SYNTAX}, e.g. "
@@ -79,7 +80,7 @@ def parse_cell(text: str) -> matrix.Cell:
     for k, v in params.items():
         matrix._check_param(at, "CELL", k, v)
     matrix._check_threads(at, "", [int(vcpus)], params)
-    return matrix.Cell(arch_name, accel, cpu, variant, workload, int(vcpus),
+    return Cell.boot(arch_name, accel, cpu, variant, workload, int(vcpus),
                        tuple(sorted(params.items())))
 
 
@@ -94,8 +95,8 @@ def check_numbers(boots: int, threshold_pct: float) -> None:
         raise QrwbenchError(f"THRESHOLD {threshold_pct}: must be a percentage in (0, 100)")
 
 
-def cell_text(c: matrix.Cell) -> str:
-    p = ",".join(f"{k}={v}" for k, v in c.params)
+def cell_text(c: Cell) -> str:
+    p = ",".join(f"{k}={v}" for k, v in sorted(c.params_dict().items()))
     return f"{c.arch}/{c.accel}/{c.cpu}/{c.variant}/{c.workload}{':' + p if p else ''}/{c.vcpus}"
 
 
@@ -262,7 +263,7 @@ def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
     return image, wd.initrd, wd.obj, wd.linux
 
 
-def cell_runs(conn, cell: matrix.Cell, sha: str, rig_commit: str | None = None) -> list[str]:
+def cell_runs(conn, cell: Cell, sha: str, rig_commit: str | None = None) -> list[str]:
     """Run ids of ok runs of ``cell`` (any variant label for the kernel) at kernel commit sha."""
     out = []
     for r in conn.execute("SELECT run_id, arch, accel, cpu_model, vcpus, workload, cell_params, "
@@ -283,7 +284,7 @@ def cell_runs(conn, cell: matrix.Cell, sha: str, rig_commit: str | None = None) 
     return out
 
 
-def measure(conn, wd: Workdir, cell: matrix.Cell, sha: str, boots: int, *, runs_root: Path,
+def measure(conn, wd: Workdir, cell: Cell, sha: str, boots: int, *, runs_root: Path,
             timeout_s: int = 180, mem_mb: int = 256, log=print) -> list[str]:
     """Boot ``boots`` guests of ``cell`` on wd's kernel, import them; ok run ids."""
     from ..results import store
@@ -322,7 +323,7 @@ RATIO_GROUP = 0          # reps per ratio sample; 0: all reps of a boot (one sam
 RATIO_IMPL = "kernel/module"
 
 
-def ratio_mode(cell: matrix.Cell) -> bool:
+def ratio_mode(cell: Cell) -> bool:
     """rwlock cells that measure both the kernel's rwlock and the module's
     copies (impl=all, the default) are judged on their ratio (see ratio_samples)."""
     return cell.workload == "rwlock" and cell.params_dict().get("impl", "all") == "all"
@@ -373,14 +374,14 @@ def reference_digest(module_dir: Path) -> str | None:
     return objdiff.digest(f) if f.is_file() else None
 
 
-def raw_samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
+def raw_samples_of(conn, cell: Cell, run_ids) -> list[dict]:
     """Every row of the runs (kernel rows relabelled as in ``normalized``), not
     ratios: for commits whose reference copies differ."""
     from ..results import store
     return normalized(store.load_samples(conn, run_ids=list(run_ids))) if run_ids else []
 
 
-def samples_of(conn, cell: matrix.Cell, run_ids) -> list[dict]:
+def samples_of(conn, cell: Cell, run_ids) -> list[dict]:
     from ..results import store
     if not run_ids:
         return []
@@ -397,7 +398,7 @@ def existing_cells(conn) -> list[str]:
             p = json.loads(r["cell_params"] or "{}")
         except ValueError:
             p = {}
-        c = matrix.Cell(r["arch"], r["accel"], r["cpu_model"], r["kernel_variant"], r["workload"],
+        c = Cell.boot(r["arch"], r["accel"], r["cpu_model"], r["kernel_variant"], r["workload"],
                         r["vcpus"], tuple(sorted(p.items())))
         t = cell_text(c)
         if t not in seen:

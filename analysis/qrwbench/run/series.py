@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .. import gitutil, vocab
 from ..errors import QrwbenchError
+from ..cell import Cell
 from ..results import store
 from . import ktree, provenance
 
@@ -95,8 +96,7 @@ def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
                 continue
             ktree.checkout(clone, sha)
             ktree.build(wd, cell.arch, variant, log=log)
-            bcell = cell if variant == cell.variant else type(cell)(
-                cell.arch, cell.accel, cell.cpu, variant, cell.workload, cell.vcpus, cell.params)
+            bcell = cell if variant == cell.variant else cell.replace(variant=variant)
             ktree.measure(conn, wd, bcell, sha, boots - len(have), runs_root=ROOT / "runs", log=log)
     finally:
         conn.close()
@@ -142,7 +142,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
              f"no change when the CI lies inside +-{threshold:.0%}, else not judged", ""]
     unit = "kernel/module ratio" if ktree.ratio_mode(cell) else "Mops/s"
     prev = None
-    metrics = sorted({(stats.Cell.of(x), x["variant"]) for v in samples.values() for x in v
+    metrics = sorted({(Cell.of(x), x["variant"]) for v in samples.values() for x in v
                       if x["copy"] == 0}, key=lambda k: k[0].metric(k[1]))
     for sha in shas:
         subj = ktree.git(src, "log", "-1", "--format=%s", sha).strip()

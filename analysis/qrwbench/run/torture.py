@@ -14,13 +14,13 @@ its violations are reported, not required to be 0.
 """
 from __future__ import annotations
 
-import dataclasses
 import signal
 from collections import defaultdict
 from pathlib import Path
 
 from .. import matrix, outputs
 from ..vocab import TOP, InputError
+from ..cell import Cell, canonical_json
 from ..results import records
 from ..report import litmus
 from . import bench
@@ -28,7 +28,7 @@ from . import bench
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 
 
-def run_canaries(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb: int, seed: int,
+def run_canaries(cells: list[Cell], out: Path, *, timeout_s: int, mem_mb: int, seed: int,
                  log=print) -> tuple[dict[str, list[dict]], list[str]]:
     """Boot each canary cell into out/<n>-litmus-<target>/; ({target label:
     litmus records}, failed run lines)."""
@@ -49,14 +49,14 @@ def run_canaries(cells: list[matrix.Cell], out: Path, *, timeout_s: int, mem_mb:
     return got, failed
 
 
-def scaled(m: matrix.Matrix, cells: list[matrix.Cell], minutes: float) -> list[matrix.Cell]:
+def scaled(m: matrix.Matrix, cells: list[Cell], minutes: float) -> list[Cell]:
     """Set duration_ms so that all boots together run about `minutes`."""
     out = []
     for c in cells:
         p = c.params_dict()
         per_boot_ms = minutes * 60_000 / max(1, len(cells) * m.boots)
         p["duration_ms"] = max(1, min(60000, int(per_boot_ms / (p.get("reps", 5) * MEASUREMENTS_PER_REP))))
-        out.append(dataclasses.replace(c, params=tuple(sorted(p.items()))))
+        out.append(c.replace(params=canonical_json(p)))
     return out
 
 
