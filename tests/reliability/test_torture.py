@@ -24,9 +24,9 @@ def test_minutes_scale_the_windows(tmp_path):
     cells = matrix.cells(m)
     short = torture.scaled(m, cells, 0.5)
     long = torture.scaled(m, cells, 5)
-    d = lambda cs: dict(cs[0].params)["duration_ms"]
+    d = lambda cs: cs[0].params_dict()["duration_ms"]
     assert d(long) > d(short) >= 1
-    assert all(dict(c.params)["check_exclusion"] == 1 for c in short)
+    assert all(c.params_dict()["check_exclusion"] == 1 for c in short)
 
 
 @pytest.mark.guest
