@@ -57,7 +57,7 @@ def workdir(cell, variant: str, sha: str, src_clone: Path) -> ktree.Workdir:
 
 
 def bench_series(cell_text: str, kernel_src=None, *, frm="qrwbench-base", to="HEAD", db=None,
-                 boots=5, compare_only=False, log=print) -> list[str]:
+                 boots=5, compare_only=False, log=print, runs_root=None) -> list[str]:
     """Measure each commit (unless compare_only); returns the commit list."""
     cell = ktree.parse_cell(cell_text)
     src = Path(kernel_src or ktree.DEFAULT_SRC).resolve()
@@ -74,13 +74,13 @@ def bench_series(cell_text: str, kernel_src=None, *, frm="qrwbench-base", to="HE
     clone = ROOT / "kernels" / "series" / "src" / "linux"
     held = ktree.lock(ROOT / "kernels" / "series" / ".lock", "bench-series")
     try:
-        _measure_all(cell, src, clone, shas, db, boots, log)
+        _measure_all(cell, src, clone, shas, db, boots, log, Path(runs_root or ROOT / "runs"))
     finally:
         held.close()
     return shas
 
 
-def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
+def _measure_all(cell, src, clone, shas, db, boots, log, runs_root: Path) -> None:
     ktree.sync_clone(clone, src, log=log)
     rig = provenance.rig_state()["rig_commit"]
     conn = store.connect(db)
@@ -97,7 +97,7 @@ def _measure_all(cell, src, clone, shas, db, boots, log) -> None:
             ktree.checkout(clone, sha)
             ktree.build(wd, cell.arch, variant, log=log)
             bcell = cell if variant == cell.variant else cell.replace(variant=variant)
-            ktree.measure(conn, wd, bcell, sha, boots - len(have), runs_root=ROOT / "runs", log=log)
+            ktree.measure(conn, wd, bcell, sha, boots - len(have), runs_root=runs_root, log=log)
     finally:
         conn.close()
     log(f"series: measured {len(shas)} commits in {time.monotonic() - t0:.0f} s")
