@@ -44,6 +44,18 @@ class Cell:
                    variant=variant)
 
     @classmethod
+    def of_run(cls, run) -> "Cell | None":
+        """The boot cell a stored run booted (a ``runs`` row: arch, accel,
+        cpu_model, kernel_variant, workload, vcpus, cell_params); None when
+        its parameters do not read as JSON (a damaged row)."""
+        try:
+            params = json.loads(run["cell_params"] or "{}")
+        except ValueError:
+            return None
+        return cls.boot(run["arch"], run["accel"], run["cpu_model"], run["kernel_variant"],
+                        run["workload"], run["vcpus"], params)
+
+    @classmethod
     def of(cls, sample: dict) -> "Cell":
         """The comparison cell of a sample (a stored window)."""
         return cls(sample["arch"], sample["accel"], sample["cpu_model"], sample["vcpus"],
@@ -52,6 +64,11 @@ class Cell:
 
     def params_dict(self) -> dict:
         return json.loads(self.params)
+
+    @property
+    def threads(self) -> int:
+        """Measuring threads: the ``threads`` parameter, else one per vCPU."""
+        return int(self.params_dict().get("threads") or self.vcpus)
 
     def params_text(self, drop=()) -> str:
         """``k=v,...`` of the parameters; ``threads`` only when it differs from vCPUs."""

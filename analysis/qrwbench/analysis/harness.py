@@ -54,10 +54,6 @@ class OpCost:
         return self.ns_per_op * (1.0 - self.harness_share)
 
 
-def _threads(cell: Cell) -> int:
-    return int(cell.params_dict().get("threads") or cell.vcpus)
-
-
 def _log_ns(runs: dict, threads: int) -> list[np.ndarray]:
     """Per boot, log ns per op and thread of each block (throughput is ops/s
     of all threads together)."""
@@ -76,7 +72,7 @@ def op_costs(samples) -> list[OpCost]:
         empty = reps.get(cell.replace(op=EMPTY[0]), {}).get(EMPTY[1])
         for variant in sorted(reps[cell]):
             runs = reps[cell][variant]
-            ns = effects.level(_log_ns(runs, _threads(cell)))
+            ns = effects.level(_log_ns(runs, cell.threads))
             if not ns.judged:
                 continue
             share = None

@@ -601,7 +601,7 @@ def calibrates(cell: Cell) -> bool:
     CPUs, and throughput may rise: run L (docs/validity.md), arm64
     cortex-a57 with 2 vCPUs, shared line, smp_store_release with the barrier
     +8.8 % [+3.0, +14.6]. Such cells are shown, not counted."""
-    return cell.placement == "percpu" or cell.params_dict().get("threads", cell.vcpus) == 1
+    return cell.placement == "percpu" or cell.threads == 1
 
 
 def barrier_hits(aa: AAReport, target: str | None = None) -> tuple[int, int]:

@@ -43,7 +43,7 @@ def cell(arch: str, accel: str, cpu: str, variant: str = "acqrel", iters: int = 
          limit_ms: int = LIMIT_MS) -> Cell:
     """The canary boot of one target (two vCPUs: the two threads of a test)."""
     return Cell.boot(arch, accel, cpu, variant, "litmus", 2,
-                       tuple(sorted({"litmus_iters": iters, "duration_ms": limit_ms}.items())))
+                     {"litmus_iters": iters, "duration_ms": limit_ms})
 
 
 def seen(rec: dict) -> int:

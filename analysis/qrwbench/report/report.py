@@ -12,7 +12,6 @@ The selection is one rig commit (default: the one with the most recent run;
 from __future__ import annotations
 
 import html
-import json
 import sqlite3
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ import numpy as np
 
 from .. import gitutil, matrix, outputs, vocab
 from ..errors import QrwbenchError
-from ..cell import Cell
+from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
 from . import litmus, plots, tables
@@ -145,22 +144,12 @@ def _agreement(cset) -> list[list[str]]:
     return rows
 
 
-def _matrix_cell(run: dict) -> Cell:
-    """The matrix cell a stored run booted (its key is what the plan stores)."""
-    try:
-        params = json.loads(run.get("cell_params") or "{}")
-    except ValueError:
-        params = {}
-    return Cell.boot(run["arch"], run["accel"], run["cpu_model"], run["kernel_variant"],
-                       run["workload"], run["vcpus"], tuple(sorted(params.items())))
-
-
 def mark_ended_by(cset, runs: list[dict], ended: dict) -> None:
     """Each comparison's stopping reason, from the plan `make bench` stored
     (``store.load_plan``; judged against the default targets)."""
     if not ended:
         return
-    run_cell = {r["run_id"]: _matrix_cell(r).key() for r in runs}
+    run_cell = {r["run_id"]: c.key() for r in runs if (c := Cell.of_run(r))}
     for c in cset.comparisons:
         c.ended_by = planner.comparison_ended_by(c, matrix.DEFAULT_TARGET_PCT, run_cell, ended)
 
@@ -375,7 +364,7 @@ def _sweep_table(samples) -> tables.Table:
         p = cell.params_dict()
         if p.get("threads") == cell.vcpus:      # one thread per vCPU: not a parameter here
             p.pop("threads")
-        key = (cell.replace(vcpus=0, params=store.canonical_json(p)), s["variant"])
+        key = (cell.replace(vcpus=0, params=canonical_json(p)), s["variant"])
         acc[(key, s["vcpus"])].append(s["throughput"])
         if s.get("overcommitted"):
             oc.add((key, s["vcpus"]))

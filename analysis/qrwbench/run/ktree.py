@@ -80,8 +80,7 @@ def parse_cell(text: str) -> Cell:
     for k, v in params.items():
         matrix._check_param(at, "CELL", k, v)
     matrix._check_threads(at, "", [int(vcpus)], params)
-    return Cell.boot(arch_name, accel, cpu, variant, workload, int(vcpus),
-                       tuple(sorted(params.items())))
+    return Cell.boot(arch_name, accel, cpu, variant, workload, int(vcpus), params)
 
 
 MAX_BOOTS = 1000
@@ -266,17 +265,11 @@ def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
 def cell_runs(conn, cell: Cell, sha: str, rig_commit: str | None = None) -> list[str]:
     """Run ids of ok runs of ``cell`` (any variant label for the kernel) at kernel commit sha."""
     out = []
-    for r in conn.execute("SELECT run_id, arch, accel, cpu_model, vcpus, workload, cell_params, "
-                          "rig_commit FROM runs WHERE status = 'ok' AND kernel_tree_commit = ?",
-                          (sha,)):
-        if (r["arch"], r["accel"], r["cpu_model"], r["vcpus"], r["workload"]) != \
-                (cell.arch, cell.accel, cell.cpu, cell.vcpus, cell.workload):
-            continue
-        try:
-            params = json.loads(r["cell_params"] or "{}")
-        except ValueError:
-            continue
-        if params != cell.params_dict():
+    for r in conn.execute("SELECT run_id, arch, accel, cpu_model, kernel_variant, vcpus, "
+                          "workload, cell_params, rig_commit FROM runs "
+                          "WHERE status = 'ok' AND kernel_tree_commit = ?", (sha,)):
+        c = Cell.of_run(r)
+        if c is None or c.replace(variant=cell.variant) != cell:
             continue
         if rig_commit and r["rig_commit"] != rig_commit:
             continue
@@ -394,12 +387,9 @@ def existing_cells(conn) -> list[str]:
     seen = []
     for r in conn.execute("SELECT DISTINCT arch, accel, cpu_model, kernel_variant, workload, "
                           "cell_params, vcpus FROM runs WHERE status = 'ok'"):
-        try:
-            p = json.loads(r["cell_params"] or "{}")
-        except ValueError:
-            p = {}
-        c = Cell.boot(r["arch"], r["accel"], r["cpu_model"], r["kernel_variant"], r["workload"],
-                        r["vcpus"], tuple(sorted(p.items())))
+        c = Cell.of_run(r)
+        if c is None:           # damaged parameters: no CELL can match the row (cell_runs)
+            continue
         t = cell_text(c)
         if t not in seen:
             seen.append(t)
