@@ -118,9 +118,10 @@ def test_failures_end_a_cell():
     assert plan.cells["F"].ended_by == planner.FAILURES
 
 
-def test_settle_names_what_stopped_each_cell_when_the_budget_ends_a_round():
+def test_a_round_without_budget_names_what_stopped_each_cell():
     """A bench whose budget runs out inside a round leaves cells without a
-    reason: settle() gives a cell whose comparisons still need more "budget"
+    reason: a round with nothing left to spend (what make bench then asks
+    the planner) gives a cell whose comparisons still need more "budget"
     (run L of 2026-12-05 stored "target" for cells with 59 of 90 comparisons
     inconclusive), one at max_boots "max_boots", one at its target "target",
     and keeps a reason already given."""
@@ -139,7 +140,7 @@ def test_settle_names_what_stopped_each_cell_when_the_budget_ends_a_round():
         plan.state(key).boots = 2
     plan.state("M").boots = 6
     plan.state("F").ended_by = planner.FAILURES
-    planner.settle(plan, cset, run_cell)
+    assert planner.next_round(plan, cset, run_cell, remaining_s=0) == []
     assert {k: st.ended_by for k, st in plan.cells.items()} == {
         "Q": planner.TARGET, "N": planner.BUDGET, "M": planner.MAX_BOOTS,
         "F": planner.FAILURES}

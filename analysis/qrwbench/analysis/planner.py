@@ -55,6 +55,13 @@ class Plan:
     def state(self, key) -> CellState:
         return self.cells.setdefault(key, CellState())
 
+    def boot_cost(self, key) -> float:
+        """What one more boot of a cell costs (s): the mean of its own boots,
+        else of every cell's (1 s before any)."""
+        own = self.state(key).boot_s
+        known = own or [t for st in self.cells.values() for t in st.boot_s]
+        return max(statistics.fmean(known) if known else 1.0, 1e-3)
+
 
 def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
     """True while a comparison's CI is wider than its level's target, or it
@@ -73,7 +80,9 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
     """Cell keys to boot this round, a key once per boot it gets (sorted by
     value; the caller shuffles them). ``run_cell``: run_id -> cell key of
     every run of the matrix so far; ``remaining_s``: what is left of the
-    time budget. Cells that end now get their ``ended_by``."""
+    time budget. Cells that end now get their ``ended_by``; with
+    ``remaining_s=0`` every cell does (the budget for those that still need
+    more), which is how `make bench` closes a round the budget cut short."""
     needing = [c for c in cset.comparisons if needs_more(c, plan.target_pct)]
     per_level = Counter(c.level for c in needing)
     factors, value = defaultdict(list), defaultdict(float)
@@ -83,17 +92,20 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             factors[key].append(f)
             value[key] += 1.0 / per_level[c.level]
-    known = [t for st in plan.cells.values() for t in st.boot_s]
-    default_cost = statistics.fmean(known) if known else 1.0
     offers = []
     for key, st in sorted(plan.cells.items()):
         if st.ended_by:
             continue
-        st.ended_by = _stopped(plan, key, st, factors)
-        if not st.ended_by:
+        if key not in factors:
+            st.ended_by = TARGET
+        elif st.failed >= 2:
+            st.ended_by = FAILURES
+        elif st.boots >= plan.max_boots:
+            st.ended_by = MAX_BOOTS
+        else:
             grow = min(max(statistics.median(factors[key]), 1.0), MAX_GROWTH)
             n = max(1, min(plan.max_boots - st.boots, math.ceil(st.boots * grow) - st.boots))
-            cost = max(statistics.fmean(st.boot_s) if st.boot_s else default_cost, 1e-3)
+            cost = plan.boot_cost(key)
             offers.append((-value[key] / cost, key, n, cost))
     out, left = [], remaining_s
     for _, key, n, cost in sorted(offers):
@@ -105,31 +117,6 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
         for _, key, _, _ in offers:
             plan.cells[key].ended_by = BUDGET
     return out
-
-
-def _stopped(plan: Plan, key, st: CellState, needing) -> str:
-    """Why a cell gets no more boots ("" while it may): no comparison it
-    feeds (``needing``: the keys of those that do) needs more, two failed
-    boots, or max_boots."""
-    if key not in needing:
-        return TARGET
-    if st.failed >= 2:
-        return FAILURES
-    if st.boots >= plan.max_boots:
-        return MAX_BOOTS
-    return ""
-
-
-def settle(plan: Plan, cset: stats.ComparisonSet, run_cell: dict) -> None:
-    """When measuring has stopped (the budget ran out inside a round, or no
-    round was left), the reason of every cell that has none yet: "target"
-    when no comparison it feeds still needs more, else what stopped it
-    (max_boots, failures, else the budget)."""
-    needing = {run_cell[r] for c in cset.comparisons if needs_more(c, plan.target_pct)
-               for r in c.runs if r in run_cell}
-    for key, st in plan.cells.items():
-        if not st.ended_by:
-            st.ended_by = _stopped(plan, key, st, needing) or BUDGET
 
 
 def ended_by_counts(plan: Plan) -> Counter:

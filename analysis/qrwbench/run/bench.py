@@ -21,7 +21,6 @@ import random
 import shlex
 import shutil
 import signal
-import statistics
 import sys
 import time
 from collections import Counter
@@ -220,7 +219,7 @@ def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
 
     def probe_boot():
         cell = Cell.boot(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
-                           (("duration_ms", 1), ("ops", "empty"), ("reps", 1)))
+                         {"duration_ms": 1, "ops": "empty", "reps": 1})
         d = vocab.BUILD / f"kvm-probe-run-{arch}"
         st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
         tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
@@ -450,24 +449,23 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
                 on_hosts(batch, f"round {rnd}")
             continue
         for k, key in enumerate(keys, 1):
-            # this cell's own boots say what one more costs (an atomics boot
-            # takes ten times a rwlock one: run M overran the budget by 3 s
-            # when the mean over all boots was used)
-            own = plan.cells[key].boot_s
-            cost = statistics.fmean(own) if own else per
-            over_budget = over_budget or time.monotonic() - t0 + cost > plan.budget_s
+            # the cell's own boots say what one more costs (run M: an atomics
+            # boot 15-19 s, a rwlock one 3.3 s; on the mean over all boots it
+            # overran the budget by 3 s)
+            over_budget = over_budget or \
+                time.monotonic() - t0 + plan.boot_cost(key) > plan.budget_s
             if over_budget:
                 plan.cells[key].ended_by = planner.BUDGET
             else:
                 one(matrix.boot(m, by_key[key], plan.cells[key].boots),
                     f"round {rnd} [{k}/{len(keys)}]")
     if m.max_boots > m.boots and any(not st.ended_by for st in plan.cells.values()):
-        # the budget ended a round part-way, or no round was left: every cell
-        # still without a reason gets one from the comparisons as they stand
+        # the budget ended a round part-way: a round with nothing left to
+        # spend gives every cell still without a reason its own
         samples = store.load_samples(conn, run_ids=list(run_cell))
         if samples:
-            planner.settle(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd),
-                           run_cell)
+            planner.next_round(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd),
+                               run_cell, remaining_s=0)
     ends = planner.ended_by_counts(plan)
     store.save_plan(conn, rig["rig_commit"],
                     {k: (st.boots, st.failed, st.ended_by or planner.TARGET)
