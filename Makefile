@@ -14,6 +14,8 @@
 #   make perf CELL=...             perf record profile of QEMU for one cell
 #   make bench-series CELL=... [KERNEL_SRC=..] [FROM=..] [TO=..] [BOOTS=5]
 #   make bisect GOOD=.. BAD=.. CELL=... [KERNEL_SRC=..] [BOOTS=5] [THRESHOLD=5]
+#   make kvm-nested [ARCH=arm64|x86_64] [CELL=...]   the KVM path, booted inside a TCG
+#                                  guest that is a KVM host (docs/kvm.md)
 #   make test                      everything `make test` needs, then the tests
 #   make test-slow                 + the unpatched reference build and its identity check
 #   make test-kernels              only the kernels `make test` boots (its first step)
@@ -42,6 +44,7 @@ export RESULTS_DB PY
 
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
+.PHONY: kvm-nested
 .PHONY: all deps tree kernel kernels guests bench report audit regress perf noise \
 	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
 
@@ -144,6 +147,18 @@ perf:
 	@k=$$($(PYRUN) -m qrwbench perf --cell "$$CELL" --check) || exit 2; \
 	$(MAKE) --no-print-directory tree && kernel/scripts/build-kernels.sh $$k && \
 	kernel/scripts/build-kernels.sh --guests $$k && $(PYRUN) -m qrwbench perf --cell "$$CELL"
+
+# KVM by nesting: make kvm-nested [ARCH=arm64|x86_64] [CELL=...]. ARCH and
+# CELL are checked first; then the L2 kernels and guests the cells boot, L1's
+# kernel and root (guest/nested/build-l1.sh), then the boots.
+NESTED_ARCH = $(or $(ARCH),arm64)
+export NESTED_ARCH
+NESTED_ARGS = --arch "$$NESTED_ARCH" $(if $(CELL),--cell "$$CELL")
+kvm-nested:
+	@k=$$($(PYRUN) -m qrwbench kvm-nested $(NESTED_ARGS) --check) || exit 2; \
+	$(MAKE) --no-print-directory tree && kernel/scripts/build-kernels.sh $$k && \
+	kernel/scripts/build-kernels.sh --guests $$k && guest/nested/build-l1.sh "$$NESTED_ARCH" && \
+	$(PYRUN) -m qrwbench kvm-nested $(NESTED_ARGS) --db "$$RESULTS_DB"
 
 # The module is only ever loaded inside QEMU guests, never into the host.
 insmod modprobe load:

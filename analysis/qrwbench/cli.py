@@ -1,7 +1,7 @@
 """The rig's one command line: ``python3 -m qrwbench <subcommand> ...``.
 
     import report compare regress      results analysis (here)
-    bench audit emuaudit noise torture perf series bisect
+    bench audit emuaudit noise torture perf series bisect kvm-nested
                                        their module's add_arguments and run
 
 All argument parsing lives here: every subcommand is a subparser of
@@ -27,7 +27,7 @@ from .errors import ArgParser, QrwbenchError, db_error
 from .build import audit
 from .results import store
 from .report import noise
-from .run import bench, bisect, emuaudit, profile, series, torture
+from .run import bench, bisect, emuaudit, nested, profile, series, torture
 
 
 def _number(lo: float, hi: float, what: str, *, lo_closed=False, scale=1.0):
@@ -62,6 +62,8 @@ MODULE_COMMANDS = {
     "series": (series, "benchmark and compare each commit of a kernel series "
                        "(make bench-series)"),
     "bisect": (bisect, "find the kernel commit that made a cell slower (make bisect)"),
+    "kvm-nested": (nested, "boot the KVM path inside a TCG guest that is a KVM host "
+                           "(make kvm-nested)"),
 }
 ALIASES = {"series": ["bench-series"]}
 

@@ -12,6 +12,8 @@
 #   QRWB_PROGRESS  "n of m" shown in the progress line
 #   QRWB_JOBS      make -j               (default: nproc + 1)
 #   QRWB_CONFIGS   fragment directory    (default kernel/configs)
+#   QRWB_EXTRA_CONFIGS  more fragments merged last, space-separated paths
+#                  (make kvm-nested: kernel/configs/nested/ARCH.config)
 #
 # The stamp $QRWB_OUT/.qrwbench-built holds a hash of every input (tree
 # commit, fragments, compiler); it is removed before and written after a
@@ -60,6 +62,10 @@ command -v ccache >/dev/null && cc="ccache $cc"
 export CCACHE_BASEDIR=$top
 
 fragments=("$configs/base.config" "$configs/$arch.config" "$configs/variant-$variant.config")
+for f in ${QRWB_EXTRA_CONFIGS:-}; do
+	[ -f "$f" ] || die "no config fragment $f (QRWB_EXTRA_CONFIGS)"
+	fragments+=("$f")
+done
 inputs=$( {
 	git -C "$src" rev-parse HEAD 2>/dev/null || echo "no-git"
 	git -C "$src" status --porcelain --untracked-files=no 2>/dev/null | sha256sum

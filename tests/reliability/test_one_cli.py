@@ -14,11 +14,12 @@ from qrwbench import cli
 PKG = TOP / "analysis" / "qrwbench"
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
 SUBCOMMANDS = ["import", "report", "compare", "regress", "bench", "audit", "emuaudit",
-               "noise", "torture", "perf", "series", "bisect"]
+               "noise", "torture", "perf", "series", "bisect", "kvm-nested"]
 # what a subcommand must be given besides a bad option for argparse to get that far
 REQUIRED = {"import": ["RUN_DIR"], "noise": ["DB"], "perf": ["--cell", "C"],
             "series": ["--cell", "C"], "bench-series": ["--cell", "C"],
-            "bisect": ["run", "--good", "G", "--bad", "B", "--cell", "C"]}
+            "bisect": ["run", "--good", "G", "--bad", "B", "--cell", "C"],
+            "kvm-nested": ["--arch", "arm64"]}
 PARSERS = {"ArgParser", "ArgumentParser", "_Parser"}
 
 

@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import litmus, plots, tables
+from . import litmus, nested, plots, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -51,19 +51,23 @@ class Analysis:
     agreement: list[list[str]] = field(default_factory=list)
     perf: list[dict] = field(default_factory=list)     # run_perf rows of the ok runs
     canaries: list | None = None    # (target, litmus record) of make torture's canary boots
+    nested: tables.Table | None = None      # make kvm-nested's runs, listed apart
 
 
 # ---------------------------------------------------------------- selection
 
 def select(conn, commit: str = "latest", repo=".") -> Selection:
-    """The samples and runs of one rig commit ('latest', 'all', 'HEAD', sha/prefix)."""
-    runs = store.load_runs(conn)
+    """The samples and runs of one rig commit ('latest', 'all', 'HEAD', sha/prefix),
+    without make kvm-nested's runs (nested.py: listed apart, never pooled)."""
+    runs, nested_runs = nested.split(store.load_runs(conn))
     if not runs:
-        raise QrwbenchError("empty selection: the results DB holds no runs")
+        raise QrwbenchError("empty selection: the results DB holds no runs" + (
+            f" but {len(nested_runs)} of make kvm-nested, which are not compared: "
+            "run make bench" if nested_runs else ""))
     if commit == "all":
         sel, label = None, "all rig commits"
     else:
-        known = store.commits_with_results(conn, "rig")
+        known = store.commits_with_results(conn, "rig", exclude_host=nested.HOST)
         if not known:
             n_failed = sum(r["status"] == "failed" for r in runs)
             raise QrwbenchError(f"empty selection: no ok runs in the results DB "
@@ -77,7 +81,7 @@ def select(conn, commit: str = "latest", repo=".") -> Selection:
         else:
             sel = store.resolve_commit(conn, commit, "rig")
         label = f"rig commit {sel[:12]}"
-    samples = store.load_samples(conn, rig_commit=sel)
+    samples = nested.split(store.load_samples(conn, rig_commit=sel))[0]
     if not samples:
         raise QrwbenchError(f"empty selection: no samples of ok runs for {label}")
     runs = [r for r in runs if sel is None or r["rig_commit"] == sel]
@@ -168,10 +172,13 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
     ok_ids = sorted({s["run_id"] for s in sel.samples})
+    nested_runs = nested.split(store.load_runs(conn))[1]
+    nested_table = nested.table(nested_runs, store.load_samples(
+        conn, run_ids=[r["run_id"] for r in nested_runs])) if nested_runs else None
     return Analysis(sel, cset, aa, stats.within_boot_cv(sel.samples),
                     stats.run_fairness(sel.samples), hist,
                     _caveats(sel, cset, aa, audit), audit, _agreement(cset),
-                    store.load_perf(conn, ok_ids), litmus.load())
+                    store.load_perf(conn, ok_ids), litmus.load(), nested_table)
 
 
 # ------------------------------------------------------------------- tables
@@ -536,6 +543,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
         body += ["<h2>Change points</h2><ul>"] + [f"<li>{e(l)}</li>" for l in change_lines] \
             + ["</ul>"]
     body += ["<h2>Weak-memory canaries</h2>", f"<pre>{e(_canary_md(a.canaries))}</pre>"]
+    if a.nested is not None:
+        body += [f"<p>{e(nested.NOTE)}</p>", a.nested.html()]
     body += [t.html() for t in parts + extra]
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qrwbench report"
@@ -557,6 +566,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
         if t.rows:
             md += [t.markdown(), ""]
     md += [_canary_md(a.canaries), ""]
+    if a.nested is not None:
+        md += [nested.NOTE, "", a.nested.markdown(), ""]
     md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")

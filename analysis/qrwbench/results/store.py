@@ -37,6 +37,11 @@ DEFAULT_DB = str(vocab.TOP / "results" / "qrwbench.sqlite")     # whatever the w
 SCHEMA_VERSION = 5
 MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 
+# The host of make kvm-nested's runs (run/nested.py): guests under KVM inside
+# a TCG guest, emulation twice over. The host is a blocking factor of every
+# comparison, so they are never pooled; the report lists them apart.
+NESTED_HOST = "nested"
+
 CELL_COLUMNS = ("arch", "accel", "cpu_model", "vcpus", "workload", "impl", "op",
                 "placement", "params")
 
@@ -684,13 +689,15 @@ def _checked_sample(d: dict) -> dict:
     return d
 
 
-def commits_with_results(conn, key: str = "rig") -> list[dict]:
-    """Distinct commits with ok runs: [{'commit', 'runs', 'first', 'last', 'subject'}]."""
+def commits_with_results(conn, key: str = "rig", exclude_host: str | None = None) -> list[dict]:
+    """Distinct commits with ok runs: [{'commit', 'runs', 'first', 'last', 'subject'}]
+    (``exclude_host``: not counting that host's runs)."""
     col = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}[key]
     rows = conn.execute(
         f"SELECT {col} AS c, COUNT(*) AS n, MIN(started_at) AS first, "
         f"MAX(started_at) AS last, MAX(kernel_tree_subject) AS subject FROM runs "
-        f"WHERE status = 'ok' AND {col} IS NOT NULL GROUP BY {col} ORDER BY last")
+        f"WHERE status = 'ok' AND {col} IS NOT NULL AND (host IS NULL OR host != ?) "
+        f"GROUP BY {col} ORDER BY last", (exclude_host or "",))
     return [{"commit": r["c"], "runs": r["n"], "first": r["first"], "last": r["last"],
              "subject": r["subject"]} for r in rows]
 

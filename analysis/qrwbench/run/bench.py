@@ -71,6 +71,14 @@ def run_id(boot: matrix.Boot, rig: dict, nonce: str, pin: bool = False) -> str:
             f"{'' if wp is None else f'-w{wp}'}-{c.vcpus}v-b{boot.index}")
 
 
+def qemu_cmd(cell: Cell, seed: int, mem_mb: int, image, initrd, **host) -> list[str]:
+    """The QEMU command line of one boot of ``cell``: what ``make bench`` runs
+    here, and what ``make kvm-nested`` runs inside its L1 guest (``host``:
+    that QEMU's binary, qemu.command's keywords)."""
+    return qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
+                        append_for(cell, seed), **host)
+
+
 def boot_one(cell: Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
              kvm_probe: dict, extra: dict | None = None, kernel: tuple | None = None,
              pin: bool = False, wrap: list[str] | None = None) -> dict:
@@ -82,8 +90,7 @@ def boot_one(cell: Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
     ``wrap``: run QEMU under this command prefix instead of perf stat
     (make perf: perf record)."""
     image, initrd, kdir, src = kernel or kernel_paths(cell.arch, cell.variant)
-    cmd = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb, image, initrd,
-                       append_for(cell, seed))
+    cmd = qemu_cmd(cell, seed, mem_mb, image, initrd)
     pin_plan = pinmod.plan(cell.vcpus) if pin else None
     outputs.fresh_dir(run_dir, "run")       # an earlier run of ours there, or nothing
     prov = {"run_id": run_dir.name, "cell": cell_provenance(cell),
@@ -211,6 +218,18 @@ def _on_signal(signum, frame):
 NOT_ASKED = {"usable": False, "reason": "not asked for", "booted": False}
 
 
+def probe_cell(arch: str, variant: str = "acqrel") -> Cell:
+    """The KVM probe's boot: the rig's own guest, one vCPU, an empty loop."""
+    return Cell.boot(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
+                     {"duration_ms": 1, "ops": "empty", "reps": 1})
+
+
+def probe_boot_verdict(st: dict) -> tuple[bool, str]:
+    """(booted, why not) of a probe boot's status (judge_and_write's)."""
+    tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
+    return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
+
+
 def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
     """KVM verdict for ``arch`` guests: the static check, then one real boot of
     the rig's own guest (cached, kvm.probe)."""
@@ -218,12 +237,9 @@ def kvm_probe_one(arch: str, variant: str = "acqrel") -> dict:
         return {"usable": False, "reason": kvm.static_check(arch)[1], "booted": False}
 
     def probe_boot():
-        cell = Cell.boot(arch, "kvm", vocab.ARCHES[arch].kvm_cpu, variant, "atomics", 1,
-                         {"duration_ms": 1, "ops": "empty", "reps": 1})
         d = vocab.BUILD / f"kvm-probe-run-{arch}"
-        st = boot_one(cell, 1, d, 60, 256, {"usable": None, "reason": "probing"})
-        tail = [l for l in st.get("console_tail", []) if "error" in l.lower()]
-        return st["status"] == "ok", st.get("reason", "") + (f" ({tail[0].strip()})" if tail else "")
+        st = boot_one(probe_cell(arch, variant), 1, d, 60, 256, {"usable": None, "reason": "probing"})
+        return probe_boot_verdict(st)
 
     try:
         image = kernel_paths(arch, variant)[0]

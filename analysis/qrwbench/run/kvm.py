@@ -22,19 +22,40 @@ from ..vocab import ARCHES
 CACHE = vocab.BUILD / "kvm-probe.json"
 
 
-def static_check(arch: str = "x86_64") -> tuple[bool, str]:
-    """Reasons KVM cannot work that need no boot to see."""
+def local_facts() -> dict:
+    """What static_check judges, as this host shows it. ``make kvm-nested``'s
+    L1 guest prints the same facts about itself (guest/nested/init.sh)."""
+    return {"machine": platform.machine(), "dev_kvm": os.path.exists("/dev/kvm"),
+            "dev_kvm_rw": os.access("/dev/kvm", os.R_OK | os.W_OK),
+            "kvm_pvm": os.path.isdir("/sys/module/kvm_pvm")}
+
+
+def static_check(arch: str = "x86_64", facts: dict | None = None) -> tuple[bool, str]:
+    """Reasons KVM cannot work that need no boot to see, on this host or on
+    the host ``facts`` describe (local_facts' keys)."""
+    f = local_facts() if facts is None else facts
     a = ARCHES[arch]
-    if platform.machine() not in a.host_machine:
-        return False, f"host is {platform.machine()}: KVM runs {arch} guests only on a {a.host_machine[0]} host"
-    if not os.path.exists("/dev/kvm"):
+    if f["machine"] not in a.host_machine:
+        return False, f"host is {f['machine']}: KVM runs {arch} guests only on a {a.host_machine[0]} host"
+    if not f["dev_kvm"]:
         return False, "/dev/kvm does not exist (no KVM module loaded, or no hardware virtualization)"
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+    if not f["dev_kvm_rw"]:
         return False, "/dev/kvm is not readable and writable by this user (add it to group kvm)"
-    if os.path.isdir("/sys/module/kvm_pvm"):
+    if f["kvm_pvm"]:
         return False, ("host KVM is kvm_pvm (no VT-x/AMD-V): stock guest kernels stop with "
                        "'KVM internal error. Suberror: 1' (emulation failure)")
     return True, "/dev/kvm usable"
+
+
+def verdict(static: tuple[bool, str], booted: bool, boot_reason: str) -> dict:
+    """The probe's verdict from the static check and one real boot: only a
+    complete record stream under KVM makes it usable."""
+    ok, reason = static
+    result = {"usable": booted and ok, "booted": booted,
+              "reason": (reason if not ok else ("guest booted under KVM" if booted else boot_reason))}
+    if not ok and not booted:
+        result["reason"] = f"{reason}; probe boot: {boot_reason}"
+    return result
 
 
 def _key(arch: str, kernel: Path) -> str:
@@ -69,11 +90,7 @@ def probe(arch: str = "x86_64", boot=None, kernel: Path | None = None, cache: Pa
         pass
     if ok or os.path.exists("/dev/kvm"):
         # Believe only a real boot: also confirms what the static check says.
-        booted, boot_reason = boot()
-        result = {"usable": booted and ok, "booted": booted,
-                  "reason": (reason if not ok else ("guest booted under KVM" if booted else boot_reason))}
-        if not ok and not booted:
-            result["reason"] = f"{reason}; probe boot: {boot_reason}"
+        result = verdict((ok, reason), *boot())
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
     tmp.write_text(json.dumps({"key": key, "result": result}, indent=1))

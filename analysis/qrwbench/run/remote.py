@@ -38,6 +38,7 @@ from pathlib import Path
 
 from .. import vocab
 from ..vocab import InputError
+from ..results import store
 
 HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(@[A-Za-z0-9][A-Za-z0-9._-]*)?$")
 PROBE_TIMEOUT_S = 30
@@ -58,6 +59,9 @@ def parse_hosts(spec: str) -> list[str]:
         if not HOST_RE.match(h):
             raise InputError(f"HOSTS: {h!r} is not an ssh host name "
                              "(letters, digits, '.', '_', '-', optionally user@)")
+    if store.NESTED_HOST in names:
+        raise InputError(f"HOSTS: {store.NESTED_HOST!r} is the host name of make kvm-nested's "
+                         "runs: give the ssh host another name (an alias in ~/.ssh/config)")
     dup = sorted({h for h in names if names.count(h) > 1})
     if dup:
         raise InputError(f"HOSTS: {', '.join(dup)} given twice: each host runs one boot at a time")
