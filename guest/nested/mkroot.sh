@@ -119,6 +119,13 @@ list=$root.list
 		echo "slink /bin/$a /bin/busybox 0777 0 0"
 	done
 	echo "file /usr/bin/$qemu $qbin 0755 0 0"
+	# firmware QEMU loads for the rig's L2 command line (x86_64: microvm's qboot)
+	if [ "$arch" = x86_64 ]; then
+		fw=/usr/share/qemu/bios-microvm.bin
+		[ -e "$fw" ] || die "no $fw (package qemu-system-data)"
+		printf 'dir /usr/share 0755 0 0\ndir /usr/share/qemu 0755 0 0\n'
+		echo "file $fw $(readlink -f "$fw") 0644 0 0"
+	fi
 	while [ ${#queue[@]} -gt 0 ]; do
 		f=${queue[0]}; queue=("${queue[@]:1}")
 		for n in $(needed "$f"); do
