@@ -17,7 +17,8 @@
 #   make kvm-nested [ARCH=arm64|x86_64] [CELL=...]   the KVM path, booted inside a TCG
 #                                  guest that is a KVM host (docs/kvm.md)
 #   make test                      everything `make test` needs, then the tests
-#   make test-slow                 + the unpatched reference build and its identity check
+#   make test-slow                 + the unpatched reference build and its identity check,
+#                                  and the KVM boots inside TCG guests (kvm-nested)
 #   make test-kernels              only the kernels `make test` boots (its first step)
 #   make clean | distclean         remove builds and runs (results/ and ccache are kept) | all of build/
 #   make help                      this text
@@ -119,6 +120,8 @@ test: test-kernels
 
 test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)
+	$(call build-guests,arm64-acqrel x86_64-acqrel)
+	@guest/nested/build-l1.sh arm64 && guest/nested/build-l1.sh x86_64
 	@$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # Keeps the results store (results/) and ccache; removes builds and runs.

@@ -59,7 +59,8 @@ fi
 # 1. the packages (kept in $debs across runs; a partial download is retried)
 want=()
 for p in "${pkgs[@]}"; do
-	ls "$debs/${p}_"*"_${darch}.deb" "$debs/${p}_"*"_all.deb" >/dev/null 2>&1 || want+=("$p:$darch")
+	compgen -G "$debs/${p}_*_${darch}.deb" >/dev/null || compgen -G "$debs/${p}_*_all.deb" >/dev/null ||
+		want+=("$p:$darch")
 done
 if [ ${#want[@]} -gt 0 ]; then
 	echo "mkroot $arch: downloading ${#want[@]} Debian packages into $debs"
@@ -115,7 +116,7 @@ list=$root.list
 	echo "nod /dev/console 0600 0 0 c 5 1"
 	echo "file /init $top/guest/nested/init.sh 0755 0 0"
 	echo "file /bin/busybox $bb 0755 0 0"
-	for a in sh mount mkdir cat echo sleep poweroff timeout uname ls stty sync dmesg head tr; do
+	for a in sh mount mkdir cat echo sleep poweroff timeout uname ls sync dmesg head grep wc; do
 		echo "slink /bin/$a /bin/busybox 0777 0 0"
 	done
 	echo "file /usr/bin/$qemu $qbin 0755 0 0"

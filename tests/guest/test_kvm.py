@@ -63,3 +63,75 @@ def test_accel_tcg_drops_kvm_targets():
         (a, "kvm", "host", False) for a in {t["arch"] for t in m.targets}}
     with pytest.raises(matrix.InputError, match="unknown accel 'hvf'"):
         matrix.with_accel(m, "hvf")
+
+
+# ------------------------------------------------------------ nested (issue 25)
+# Where /dev/kvm cannot boot a guest (these machines), the KVM path runs for
+# real inside a TCG guest that is a KVM host: make kvm-nested. Slow (an L1
+# boot under TCG, then L2 boots under KVM inside it): make test-slow.
+
+def nested_db(tmp_path):
+    return tmp_path / "r.sqlite", tmp_path / "runs"
+
+
+@pytest.mark.slow
+def test_arm64_guests_boot_under_nested_kvm_and_are_stored_apart(tmp_path, capsys):
+    from qrwbench.run import nested
+    db, runs = nested_db(tmp_path)
+    cells = nested.parse_cells("arm64", [])      # the atomics and the rwlock cell
+    assert {c.workload for c in cells} == {"atomics", "rwlock"}
+    status, lines = nested.boot_nested("arm64", cells, db, runs, timeout_s=600,
+                                       out=tmp_path / "nested")
+    assert status == 0, "\n".join(lines)
+    assert "KVM probe inside L1: guest booted under KVM" in lines[0]
+    ok = [l for l in lines if ": ok: " in l]
+    assert len(ok) == 2 and all(l.endswith(", nested)") for l in ok), lines
+    conn = store.connect(db)
+    rows = store.load_runs(conn)
+    assert len(rows) == 2 and all(r["status"] == "ok" for r in rows), rows
+    for r in rows:
+        prov = json.loads(r["provenance"])
+        assert r["accel"] == "kvm" and r["cpu_model"] == "host" and r["host"] == store.NESTED_HOST
+        assert prov["nested"]["l1_kernel_release"] and "virtualization=on" in prov["nested"]["l1_machine"]
+        assert prov["kvm_probe"]["usable"] and prov["qemu_cmd"][prov["qemu_cmd"].index("-accel") + 1] == "kvm"
+        assert any("kvm" in l.lower() for l in prov["nested"]["l1_kvm_lines"])
+    samples = store.load_samples(conn)
+    assert {s["workload"] for s in samples} == {"atomics", "rwlock"}
+    assert all(s["host"] == store.NESTED_HOST for s in samples)
+    conn.close()
+
+
+@pytest.mark.slow
+def test_a_broken_kvm_command_line_fails_with_qemus_own_message(tmp_path, monkeypatch):
+    """A GIC the L1 host lacks (TCG's GICv3 has no GICv2 compatibility): QEMU
+    inside L1 refuses, its message is in the run's console, the run failed."""
+    from qrwbench.run import nested
+    real = nested.l2_command
+    probe = bench.probe_cell("arm64")
+    monkeypatch.setattr(nested, "l2_command", lambda c, s: real(c, s) + (
+        [] if c == probe else ["-machine", "gic-version=2"]))
+    db, runs = nested_db(tmp_path)
+    cells = nested.parse_cells("arm64", [nested.DEFAULT_CELLS["arm64"][0]])
+    status, lines = nested.boot_nested("arm64", cells, db, runs, timeout_s=600,
+                                       out=tmp_path / "nested")
+    assert status == 1 and "FAILED" in lines[-1], lines
+    conn = store.connect(db)
+    (row,) = store.load_runs(conn)
+    conn.close()
+    assert row["status"] == "failed" and "QEMU exited with status 1" in row["reason"], row["reason"]
+    console = (runs / row["run_id"] / "console.log").read_text()
+    assert "qemu-system-aarch64:" in console and "gic" in console.lower(), console[-2000:]
+
+
+@pytest.mark.slow
+def test_x86_64_under_nested_kvm_boots_or_says_why_not(tmp_path):
+    from qrwbench.run import nested
+    db, runs = nested_db(tmp_path)
+    cells = nested.parse_cells("x86_64", [nested.DEFAULT_CELLS["x86_64"][0]])
+    status, lines = nested.boot_nested("x86_64", cells, db, runs, timeout_s=600,
+                                       out=tmp_path / "nested")
+    if status == 2:
+        (line,) = lines
+        assert line.startswith("kvm-nested: x86_64: not possible here: ") and len(line) > 45
+    else:
+        assert status == 0 and lines[-1].endswith(", nested)"), lines

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 import synth
-from conftest import TOP
+from conftest import TOP, kernel_dir
 from test_refusals import first_error, make
 from qrwbench.cell import Cell
 from qrwbench.errors import QrwbenchError
@@ -171,3 +171,53 @@ def test_remote_hosts_cannot_take_the_nested_name():
     from qrwbench.run import remote
     with pytest.raises(QrwbenchError, match="host name of make kvm-nested"):
         remote.parse_hosts("a,nested")
+
+
+def _needed(path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True).stdout
+    return [l.split("[", 1)[1].rstrip("]") for l in out.splitlines() if "(NEEDED)" in l]
+
+
+def _words(script: str) -> set[str]:
+    """The first word of each simple command in a shell script (enough for init.sh)."""
+    words = set()
+    for line in script.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        for part in line.replace("$(", ";").replace("|", ";").replace("&&", ";").split(";"):
+            w = part.strip().split()
+            if w and w[0].isidentifier() and not w[0].isupper() and "=" not in w[0]:
+                words.add(w[0])
+    return words
+
+
+SH_BUILTINS = {"if", "then", "else", "fi", "for", "do", "done", "while", "export", "echo",
+               "return", "shift", "b", "l2", "name", "port", "rc", "in"}
+
+
+@pytest.mark.guest
+def test_the_l1_root_holds_qemu_everything_it_loads_and_inits_commands(tmp_path):
+    """guest/nested/mkroot.sh arm64 for real (Debian's arm64 packages), then
+    the archive is checked on its own: every DT_NEEDED of every ELF in it is
+    in it, the loader is where QEMU asks, each command init.sh runs is there."""
+    gen = kernel_dir("arm64", "acqrel") / "usr" / "gen_init_cpio"
+    r = subprocess.run([str(TOP / "guest/nested/mkroot.sh"), "arm64", str(gen)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    root = TOP / "build/nested/arm64/root.cpio"
+    x = tmp_path / "x"
+    x.mkdir()
+    subprocess.run(["cpio", "-idm", "--quiet", "-F", str(root)], cwd=x, check=True)
+    qemu = x / "usr/bin/qemu-system-aarch64"
+    assert (x / "init").read_text() == (TOP / "guest/nested/init.sh").read_text()
+    interp = subprocess.run(["readelf", "-l", str(qemu)], capture_output=True,
+                            text=True).stdout.split("interpreter: ")[1].split("]")[0]
+    assert (x / interp.lstrip("/")).is_file(), interp
+    libdir = x / "lib/aarch64-linux-gnu"
+    elves = [qemu] + sorted(libdir.iterdir())
+    missing = {(e.name, n) for e in elves for n in _needed(e) if not (libdir / n).is_file()}
+    assert not missing and len(elves) > 20, missing
+    have = {p.name for p in (x / "bin").iterdir()}
+    need = _words((TOP / "guest/nested/init.sh").read_text()) - SH_BUILTINS
+    assert need and need <= have, need - have
