@@ -588,11 +588,22 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
             "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
 
 
-def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
-                 correction="holm", min_effect=0.0, repo=".", audit_path=None,
-                 n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
-                 **filters) -> str:
-    """The plain-text comparison table printed at the end of `make bench`.
+@dataclass
+class Compared:
+    """What ``compare`` computed: the selection (filtered), its comparisons,
+    the A/A control and the audit they were labeled with."""
+    selection: Selection
+    cset: stats.ComparisonSet
+    aa: stats.AAReport
+    audit: codeid.Audit | None
+
+
+def compare_set(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
+                correction="holm", min_effect=0.0, repo=".", audit_path=None,
+                n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
+                **filters) -> Compared:
+    """The comparisons `make bench` prints at its end and ``compare`` prints
+    (as text, CSV or JSON).
 
     ``db``: a path or an open connection. ``commit``: as for :func:`select`;
     ``run_ids``: only these runs (the boots of one `make bench`, whatever rig
@@ -628,16 +639,22 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                blind=audit.is_blind if audit else None)
     aa = stats.aa_control(samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, ended)
-    failed = [r for r in sel.runs if r["status"] == "failed"]
+    return Compared(Selection(sel.label, sel.rig_commit, samples, sel.runs), cset, aa, audit)
+
+
+def compare_text(db=None, **kw) -> str:
+    """The plain-text comparison table printed at the end of `make bench`
+    (arguments: :func:`compare_set`)."""
+    r = compare_set(db, **kw)
+    sel, cset, aa = r.selection, r.cset, r.aa
+    failed = [run for run in sel.runs if run["status"] == "failed"]
     text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
     text += "\n" + _aa_summary(aa)
-    sub = Selection(sel.label, sel.rig_commit, samples, sel.runs)
-    text += "".join(f"\ncaveat: {c}" for c in _caveats(sub, cset, aa, audit)
+    text += "".join(f"\ncaveat: {c}" for c in _caveats(sel, cset, aa, r.audit)
                     if not c.startswith("no ordering audit"))
     if failed:
         text += f"\n{len(failed)} failed runs are not in the statistics:"
-        text += "".join(f"\n  {r['run_id']}: {r['reason']}" for r in failed[:20])
+        text += "".join(f"\n  {run['run_id']}: {run['reason']}" for run in failed[:20])
     # last: the lines tools read (CALIBRATION FAILED, when it is, just before them)
     lines = summary_lines(cset, aa)
     return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])
-
