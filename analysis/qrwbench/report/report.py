@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import litmus, plots, tables
+from . import export, litmus, plots, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -560,14 +560,15 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
-    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
-            "plots": sorted(str(p) for p in plot_dir.glob("*.png"))}
+    export.write(out, export.rows(a.cset, a.selection.runs, a.audit),
+                 export.header(a.selection.label, a.cset))
 
 
 def build(db=None, out="build/report", *, commit="latest", audit_path=None,
           baselines=None, alpha=stats.ALPHA, correction="holm", min_effect=0.0,
           repo=".", n_resamples=stats.N_RESAMPLES) -> dict:
-    """Analyse and write the report; returns {'html', 'markdown', 'plots'} paths.
+    """Analyse and write the report; returns {'html', 'markdown', 'csv', 'json',
+    'plots'} paths (comparisons.csv and .json: :mod:`export`).
 
     The files are rendered into a temporary directory next to ``out`` and moved
     into place only when complete, and only over an earlier report
@@ -585,6 +586,7 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
     with outputs.replacing(out, "report") as tmp:
         _write(a, tmp, n_resamples=min(n_resamples, 1000))
     return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
+            "csv": str(out / "comparisons.csv"), "json": str(out / "comparisons.json"),
             "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
 
 
