@@ -18,45 +18,21 @@ import synth
 from qrwbench import cli
 from qrwbench.analysis import codeid
 from qrwbench.report import export, labels, report
-from qrwbench.results import store
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMIT = "3" * 40
+COMMIT = synth.RIG_COMMIT
 FLOATS = ("estimate_pct", "ci_low_pct", "ci_high_pct", "ratio", "p", "p_adjusted",
           "median_mops", "baseline_median_mops")
 
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    """Two atomics boots (relaxed 10 % faster) and rwlock on two kernel builds."""
-    tmp = tmp_path_factory.mktemp("export")
-    runs, path = tmp / "runs", str(tmp / "qrwbench.sqlite")
-    made = [synth.atomics_run(runs, f"a{i}", factors={"relaxed": 1.10}, reps=6,
-                              rig_commit=COMMIT) for i in range(2)]
-    made += [synth.rwlock_run(runs, f"rw-{kv}-{i}", kernel_variant=kv, write_pcts=(0, 50),
-                              reps=4, factors={"full": 0.9}, rig_commit=COMMIT)
-             for kv in ("acqrel", "full") for i in range(2)]
-    for run in made:
-        store.import_run(path, run)
-    return path
+    return synth.report_db(tmp_path_factory.mktemp("export"))
 
 
 @pytest.fixture
 def audits(tmp_path, monkeypatch):
-    """An ordering audit (full and acquire identical on x86_64 inline) and an
-    emulator audit (release emulator-blind, relaxed distinguishable)."""
-    audit = tmp_path / "audit.json"
-    audit.write_text(json.dumps({"schema": 1, "identical": [
-        {"arch": "x86_64", "impl": "inline", "op": "atomic_add_return",
-         "variants": ["full", "acquire"]}]}))
-    target = {"arch": "x86_64", "accel": "tcg", "cpu_model": "qemu64", "vcpus": 2,
-              "impl": "inline", "op": "atomic_add_return"}
-    emu = tmp_path / "emulator.json"
-    emu.write_text(json.dumps({"schema": 1, "blind": [{**target, "variants": ["release", "full"]}],
-                               "labels": [{**target, "variants": ["release", "full"],
-                                           "label": "emulator-blind"},
-                                          {**target, "variants": ["relaxed", "full"],
-                                           "label": "distinguishable"}]}))
+    audit, emu = synth.audits(tmp_path)
     monkeypatch.setattr(codeid, "DEFAULT_AUDIT", str(audit))
     monkeypatch.setattr(codeid, "DEFAULT_EMULATOR", str(emu))
     return audit
@@ -94,7 +70,8 @@ def test_report_writes_csv_and_json_that_agree_with_the_db(db, tmp_path, audits)
     assert doc["comparisons"] == csv_rows           # the same rows, the same numbers
 
     cmp_ = report.compare_set(db, n_resamples=200)
-    assert len(csv_rows) == len(cmp_.cset.comparisons) == 3 + 2 * 2 + 2     # atomics; module, kernel x write_pct
+    # atomics TCG and KVM; rwlock module copies and kernel builds x write_pct
+    assert len(csv_rows) == len(cmp_.cset.comparisons) == 3 + 3 + 2 * 2 + 2
     by_key = {(c.cell.label(), c.variant): c for c in cmp_.cset.comparisons}
     conn = sqlite3.connect(db)
     try:
@@ -118,12 +95,14 @@ def test_report_writes_csv_and_json_that_agree_with_the_db(db, tmp_path, audits)
     finally:
         conn.close()
 
-    got = {(r["workload"], r["impl"], r["variant"]): r for r in csv_rows if r["vcpus"] == 2}
-    relaxed = got[("atomics", "inline", "relaxed")]
+    got = {(r["accel"], r["impl"], r["variant"]): r for r in csv_rows}
+    relaxed = got[("tcg", "inline", "relaxed")]
     assert relaxed["verdict"] == "faster" and relaxed["ci_low_pct"] > 0
     assert 5 < relaxed["estimate_pct"] < 15             # the synthetic 10 %
-    assert [r["label"] for r in csv_rows if r["workload"] == "atomics"] == \
-        [labels.IDENTICAL, labels.DISTINCT, labels.BLIND]   # acquire, relaxed, release
+    assert [r["label"] for r in csv_rows if r["accel"] == "tcg" and r["workload"] == "atomics"] \
+        == [labels.IDENTICAL, labels.DISTINCT, labels.BLIND]   # acquire, relaxed, release
+    assert [r["label"] for r in csv_rows if r["accel"] == "kvm"] == \
+        [labels.IDENTICAL, labels.DISTINCT, labels.DISTINCT]
     assert {r["label"] for r in csv_rows if r["workload"] == "rwlock"} == {labels.UNKNOWN}
     kernel = [r for r in csv_rows if r["level"] == "kernel"]
     assert len(kernel) == 2 and all(r["n"] == "2+2" and r["boots"] == 4 for r in kernel)
