@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import export, litmus, plots, tables
+from . import export, filtertable, litmus, plots, summary, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -517,13 +517,20 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
               "half-width. Median throughputs: 95% percentile-bootstrap CIs of the windows.")
     top = summary_lines(a.cset, a.aa)
     e = html.escape
+    answer = summary.targets(a.cset, a.audit, a.canaries)
     body = [f"<h1>qrwbench report: {e(a.selection.label)}</h1>",
             f"<p>{len(a.selection.samples)} samples from "
-            f"{len({s['run_id'] for s in a.selection.samples})} ok runs.</p>"]
+            f"{len({s['run_id'] for s in a.selection.samples})} ok runs; the long "
+            'table, caveats and method are <a href="#comparisons-section">below</a>; the '
+            'comparisons as data: <a href="comparisons.csv">CSV</a>, '
+            '<a href="comparisons.json">JSON</a>.</p>']
+    body += [f'<div class="caveat">{e(l)}</div>' for l in top[2:]]    # CALIBRATION FAILED
+    body += [summary.html_section(answer)]
     body += [f'<pre class="summary">{e(l)}</pre>' for l in top]
     body += ["<h2>Caveats</h2>"]
     body += [f'<div class="caveat">{e(c)}</div>' for c in a.caveats] or ["<p>none</p>"]
-    body += ["<h2>Comparisons</h2>", f"<p>{e(method)}</p>", comp.html()]
+    body += ['<h2 id="comparisons-section">Comparisons</h2>', f"<p>{e(method)}</p>",
+             filtertable.html_table(comp, a.audit)]
     if a.agreement:
         body.append(agree.html())
     body += [f"<p>{e(_aa_summary(a.aa))}</p>"]
@@ -539,11 +546,12 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     body += [t.html() for t in parts + extra]
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qrwbench report"
-        f"</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) +
+        f"</title><style>{_CSS}\n{summary.CSS}</style></head><body>\n" + "\n".join(body) +
         "\n</body></html>\n", encoding="utf-8")
 
     md = [f"# qrwbench report: {a.selection.label}", "",
           f"{len(a.selection.samples)} samples; see index.html for plots.", ""] + \
+        [summary.markdown(answer), ""] + \
         [f"    {l}" for l in top] + ["",
           "## Caveats", ""] + [f"- {c}" for c in a.caveats] + [
           "", "## Comparisons", "", method, "", comp.markdown(), ""]
