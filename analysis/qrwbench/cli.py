@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write build/report/index.html and report.md")
     rep.add_argument("--out", default="build/report")
+    rep.add_argument("--screenshot", action="store_true",
+                     help="also keep first-screen.png, the first screen in headless "
+                          "Chromium (make report asks for it)")
     rep.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
     _stats_options(rep)
 
@@ -158,10 +161,13 @@ def _run(args) -> int:
                       min_effect=args.min_effect / 100.0, repo=args.repo,
                       audit_path=args.audit)
         if args.cmd == "report":
-            paths = report.build(db, args.out, **common)
+            paths = report.build(db, args.out, screenshot=args.screenshot, **common)
             print(f"report: {paths['html']}")
             print(f"summary: {paths['markdown']}")
             print(f"data: {paths['csv']}, {paths['json']}")
+            if args.screenshot:
+                print(f"first screen: {paths['screenshot']}" if paths["screenshot"] else
+                      f"first screen: no screenshot: {paths['screenshot_note']}")
             return 0
         filters = {f: getattr(args, f) for f in ("arch", "accel", "cpu_model",
                                                    "workload", "impl", "op")}

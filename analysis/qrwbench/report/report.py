@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import export, filtertable, litmus, plots, summary, tables
+from . import browser, export, filtertable, litmus, plots, summary, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -574,9 +574,11 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
 
 def build(db=None, out="build/report", *, commit="latest", audit_path=None,
           baselines=None, alpha=stats.ALPHA, correction="holm", min_effect=0.0,
-          repo=".", n_resamples=stats.N_RESAMPLES) -> dict:
+          repo=".", n_resamples=stats.N_RESAMPLES, screenshot=False) -> dict:
     """Analyse and write the report; returns {'html', 'markdown', 'csv', 'json',
-    'plots'} paths (comparisons.csv and .json: :mod:`export`).
+    'plots'} paths (comparisons.csv and .json: :mod:`export`), and with
+    ``screenshot`` {'screenshot': first-screen.png or None, 'screenshot_note':
+    why not} (headless Chromium, :mod:`browser`; `make report` asks for it).
 
     The files are rendered into a temporary directory next to ``out`` and moved
     into place only when complete, and only over an earlier report
@@ -591,11 +593,18 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
                     n_resamples=n_resamples)
     finally:
         conn.close()
+    why = None
     with outputs.replacing(out, "report") as tmp:
         _write(a, tmp, n_resamples=min(n_resamples, 1000))
-    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
-            "csv": str(out / "comparisons.csv"), "json": str(out / "comparisons.json"),
-            "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
+        if screenshot:
+            why = browser.screenshot(tmp / "index.html", tmp / browser.SCREENSHOT)
+    paths = {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
+             "csv": str(out / "comparisons.csv"), "json": str(out / "comparisons.json"),
+             "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
+    if screenshot:
+        paths["screenshot"] = None if why else str(out / browser.SCREENSHOT)
+        paths["screenshot_note"] = why
+    return paths
 
 
 @dataclass
