@@ -105,7 +105,7 @@ bench:
 	$(PYRUN) -m qrwbench bench $(BENCH_ARGS)
 
 report: deps
-	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report
+	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report --screenshot
 
 audit: guests
 	@$(PYRUN) -m qrwbench audit --out build/audit

@@ -47,6 +47,7 @@ def _number(lo: float, hi: float, what: str, *, lo_closed=False, scale=1.0):
 _fraction_pct = _number(0, 100, "{text} must be a percentage in (0, 100)", scale=0.01)
 _effect_pct = _number(0, 100, "{text} must be a percentage in [0, 100)", lo_closed=True)
 _alpha = _number(0, 1, "alpha {text} must be in (0, 1)")
+FORMATS = ("text", "csv", "json")      # compare --format
 _Parser = functools.partial(ArgParser, command="qrwbench")   # one line, status 2
 
 # name -> (module with add_arguments and run, help); these modules import
@@ -98,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="write build/report/index.html and report.md")
     rep.add_argument("--out", default="build/report")
+    rep.add_argument("--screenshot", action="store_true",
+                     help="also keep first-screen.png, the first screen in headless "
+                          "Chromium (make report asks for it)")
     rep.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
     _stats_options(rep)
 
@@ -105,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--db", dest="db_sub", help=argparse.SUPPRESS)
     for f in ("arch", "accel", "cpu_model", "workload", "impl", "op"):
         cmp_.add_argument(f"--{f.replace('_', '-')}", dest=f)
+    cmp_.add_argument("--format", choices=FORMATS, default="text",
+                      help="text (default: the table make bench prints), or one row per "
+                           "comparison as csv or json (the columns: docs/analysis.md)")
     _stats_options(cmp_)
 
     reg = sub.add_parser("regress", help="compare a commit with its base; exit 1 on "
@@ -156,13 +163,24 @@ def _run(args) -> int:
                       min_effect=args.min_effect / 100.0, repo=args.repo,
                       audit_path=args.audit)
         if args.cmd == "report":
-            paths = report.build(db, args.out, **common)
+            paths = report.build(db, args.out, screenshot=args.screenshot, **common)
             print(f"report: {paths['html']}")
             print(f"summary: {paths['markdown']}")
+            print(f"data: {paths['csv']}, {paths['json']}")
+            if args.screenshot:
+                print(f"first screen: {paths['screenshot']}" if paths["screenshot"] else
+                      f"first screen: no screenshot: {paths['screenshot_note']}")
             return 0
         filters = {f: getattr(args, f) for f in ("arch", "accel", "cpu_model",
                                                    "workload", "impl", "op")}
-        print(report.compare_text(db, **common, **filters))
+        if args.format == "text":
+            print(report.compare_text(db, **common, **filters))
+            return 0
+        from .report import export
+        r = report.compare_set(db, **common, **filters)
+        rows = export.rows(r.cset, r.selection.runs, r.audit)
+        sys.stdout.write(export.to_csv(rows) if args.format == "csv" else
+                         export.to_json(rows, export.header(r.selection.label, r.cset)))
         return 0
     if args.cmd == "regress":
         from .report import regress

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Install the Debian packages qrwbench needs; does nothing when all are there.
 set -euo pipefail
+# chromium (headless): make report's first-screen screenshot and the report's browser test
 pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       cpio xz-utils kmod rsync git ccache gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
       qemu-system-x86 qemu-system-arm linux-perf
       python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
-      parallel openssh-client openssh-server)
+      parallel openssh-client openssh-server chromium)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

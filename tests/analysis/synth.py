@@ -158,3 +158,45 @@ def rwlock_run(root, run_id, *, vcpus=2, write_pcts=(0, 10, 50), factors=None, r
             n += len(part)
             recs += part
     return write_run(root, run_id, console(recs), vcpus=vcpus, workload="rwlock", **prov_kw)
+
+
+RIG_COMMIT = "3" * 40       # of report_db
+
+
+def report_db(root) -> str:
+    """A results DB for the report tests (returns its path): x86_64 TCG
+    atomics at 2 vCPUs (two boots, relaxed 10 % faster, acquire 3 % slower),
+    the same on KVM (relaxed 30 % faster), and rwlock on two kernel builds
+    (full 10 % slower) at write_pct 0 and 50, all of rig commit RIG_COMMIT."""
+    root = Path(root)
+    runs, path = root / "runs", str(root / "qrwbench.sqlite")
+    made = [atomics_run(runs, f"a{i}", factors={"relaxed": 1.10, "acquire": 0.97}, reps=6,
+                        rig_commit=RIG_COMMIT) for i in range(2)]
+    made += [atomics_run(runs, f"k{i}", factors={"relaxed": 1.30}, reps=6, accel="kvm",
+                         cpu_model="host", kvm_usable=True, rig_commit=RIG_COMMIT)
+             for i in range(2)]
+    made += [rwlock_run(runs, f"rw-{kv}-{i}", kernel_variant=kv, write_pcts=(0, 50), reps=4,
+                        factors={"full": 0.9}, rig_commit=RIG_COMMIT)
+             for kv in ("acqrel", "full") for i in range(2)]
+    from qrwbench.results import store
+    for run in made:
+        store.import_run(path, run)
+    return path
+
+
+def audits(root) -> tuple[Path, Path]:
+    """(ordering audit, emulator audit) for report_db's TCG atomics: full and
+    acquire compile alike; release is emulator-blind, relaxed distinguishable."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    audit, emu = root / "audit.json", root / "emulator.json"
+    audit.write_text(json.dumps({"schema": 1, "identical": [
+        {"arch": "x86_64", "impl": "inline", "op": "atomic_add_return",
+         "variants": ["full", "acquire"]}]}))
+    target = {"arch": "x86_64", "accel": "tcg", "cpu_model": "qemu64", "vcpus": 2,
+              "impl": "inline", "op": "atomic_add_return"}
+    blind = {**target, "variants": ["release", "full"]}
+    emu.write_text(json.dumps({"schema": 1, "blind": [blind], "labels": [
+        {**blind, "label": "emulator-blind"},
+        {**target, "variants": ["relaxed", "full"], "label": "distinguishable"}]}))
+    return audit, emu

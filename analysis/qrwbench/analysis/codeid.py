@@ -45,16 +45,17 @@ class Audit:
     # emuaudit.py's emulator.json: pairs whose guest code differs while TCG
     # runs the same ops for both ({arch, accel, cpu_model, vcpus, impl, op, variants})
     blind: list[dict] | None = None     # None: no emulator audit was read
+    # the emulator audit's pairs whose TCG ops differ (its "labels" rows
+    # labeled distinguishable); None: no emulator audit was read
+    distinct: list[dict] | None = None
 
     def is_blind(self, cell, a: str, b: str) -> bool:
         """TCG executes the same for variants a and b of ``cell`` (a Cell)."""
-        for e in self.blind or ():
-            # the file names the CPU model cpu_model, as the samples do
-            if all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "vcpus", "impl", "op")) \
-                    and e.get("cpu_model") == cell.cpu \
-                    and {a, b} <= set(e["variants"]):
-                return True
-        return False
+        return any(_same_target(e, cell, a, b) for e in self.blind or ())
+
+    def is_distinct(self, cell, a: str, b: str) -> bool:
+        """The emulator audit saw different TCG ops for variants a and b of ``cell``."""
+        return any(_same_target(e, cell, a, b) for e in self.distinct or ())
 
     def is_identical(self, cell, a: str, b: str) -> bool:
         for e in self.identical:
@@ -72,6 +73,13 @@ class Audit:
                                  if n.get(k))
                 out.append(f"audit ({scope}): {n['text']}")
         return out
+
+
+def _same_target(e: dict, cell, a: str, b: str) -> bool:
+    """An emulator audit entry is about variants a and b of ``cell`` (the file
+    names the CPU model cpu_model, as the samples do)."""
+    return all(e.get(k) == getattr(cell, k) for k in ("arch", "accel", "vcpus", "impl", "op")) \
+        and e.get("cpu_model") == cell.cpu and {a, b} <= set(e["variants"])
 
 
 def _strs(obj, key, where, required=False):
@@ -154,6 +162,15 @@ def load_blind(path) -> list[dict]:
     return blind
 
 
+def load_distinct(path) -> list[dict]:
+    """The pairs an emulator.json labels distinguishable (its ``labels`` rows;
+    a file without them: none). Read after :func:`load_blind` checked the file."""
+    obj = json.loads(Path(path).read_text(encoding="utf-8"))
+    rows = obj.get("labels") if isinstance(obj.get("labels"), list) else []
+    return [r for r in rows if isinstance(r, dict) and r.get("label") == "distinguishable"
+            and isinstance(r.get("variants"), list)]
+
+
 def find_audit(path=None) -> Audit | None:
     """The audit at ``path`` (must exist), else the default one if present, else
     None; with the emulator audit (build/emulator/emulator.json) when there is one."""
@@ -165,6 +182,7 @@ def find_audit(path=None) -> Audit | None:
         return None
     if _is_file(DEFAULT_EMULATOR):
         audit.blind = load_blind(DEFAULT_EMULATOR)
+        audit.distinct = load_distinct(DEFAULT_EMULATOR)
     return audit
 
 

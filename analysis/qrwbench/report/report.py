@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import litmus, nested, plots, tables
+from . import browser, export, filtertable, litmus, nested, plots, summary, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -524,13 +524,20 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
               "half-width. Median throughputs: 95% percentile-bootstrap CIs of the windows.")
     top = summary_lines(a.cset, a.aa)
     e = html.escape
+    answer = summary.targets(a.cset, a.audit, a.canaries)
     body = [f"<h1>qrwbench report: {e(a.selection.label)}</h1>",
             f"<p>{len(a.selection.samples)} samples from "
-            f"{len({s['run_id'] for s in a.selection.samples})} ok runs.</p>"]
+            f"{len({s['run_id'] for s in a.selection.samples})} ok runs; the long "
+            'table, caveats and method are <a href="#comparisons-section">below</a>; the '
+            'comparisons as data: <a href="comparisons.csv">CSV</a>, '
+            '<a href="comparisons.json">JSON</a>.</p>']
+    body += [f'<div class="caveat">{e(l)}</div>' for l in top[2:]]    # CALIBRATION FAILED
+    body += [summary.html_section(answer)]
     body += [f'<pre class="summary">{e(l)}</pre>' for l in top]
     body += ["<h2>Caveats</h2>"]
     body += [f'<div class="caveat">{e(c)}</div>' for c in a.caveats] or ["<p>none</p>"]
-    body += ["<h2>Comparisons</h2>", f"<p>{e(method)}</p>", comp.html()]
+    body += ['<h2 id="comparisons-section">Comparisons</h2>', f"<p>{e(method)}</p>",
+             filtertable.html_table(comp, a.audit)]
     if a.agreement:
         body.append(agree.html())
     body += [f"<p>{e(_aa_summary(a.aa))}</p>"]
@@ -548,11 +555,12 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     body += [t.html() for t in parts + extra]
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>qrwbench report"
-        f"</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) +
+        f"</title><style>{_CSS}\n{summary.CSS}</style></head><body>\n" + "\n".join(body) +
         "\n</body></html>\n", encoding="utf-8")
 
     md = [f"# qrwbench report: {a.selection.label}", "",
           f"{len(a.selection.samples)} samples; see index.html for plots.", ""] + \
+        [summary.markdown(answer), ""] + \
         [f"    {l}" for l in top] + ["",
           "## Caveats", ""] + [f"- {c}" for c in a.caveats] + [
           "", "## Comparisons", "", method, "", comp.markdown(), ""]
@@ -571,14 +579,17 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
     md += [_provenance_table(a.selection).markdown(), ""]
     md += [t.markdown() + "\n" for t in extra]
     (out / "report.md").write_text("\n".join(md), encoding="utf-8")
-    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
-            "plots": sorted(str(p) for p in plot_dir.glob("*.png"))}
+    export.write(out, export.rows(a.cset, a.selection.runs, a.audit),
+                 export.header(a.selection.label, a.cset))
 
 
 def build(db=None, out="build/report", *, commit="latest", audit_path=None,
           baselines=None, alpha=stats.ALPHA, correction="holm", min_effect=0.0,
-          repo=".", n_resamples=stats.N_RESAMPLES) -> dict:
-    """Analyse and write the report; returns {'html', 'markdown', 'plots'} paths.
+          repo=".", n_resamples=stats.N_RESAMPLES, screenshot=False) -> dict:
+    """Analyse and write the report; returns {'html', 'markdown', 'csv', 'json',
+    'plots'} paths (comparisons.csv and .json: :mod:`export`), and with
+    ``screenshot`` {'screenshot': first-screen.png or None, 'screenshot_note':
+    why not} (headless Chromium, :mod:`browser`; `make report` asks for it).
 
     The files are rendered into a temporary directory next to ``out`` and moved
     into place only when complete, and only over an earlier report
@@ -593,17 +604,36 @@ def build(db=None, out="build/report", *, commit="latest", audit_path=None,
                     n_resamples=n_resamples)
     finally:
         conn.close()
+    why = None
     with outputs.replacing(out, "report") as tmp:
         _write(a, tmp, n_resamples=min(n_resamples, 1000))
-    return {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
-            "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
+        if screenshot:
+            why = browser.screenshot(tmp / "index.html", tmp / browser.SCREENSHOT)
+    paths = {"html": str(out / "index.html"), "markdown": str(out / "report.md"),
+             "csv": str(out / "comparisons.csv"), "json": str(out / "comparisons.json"),
+             "plots": sorted(str(p) for p in (out / "plots").glob("*.png"))}
+    if screenshot:
+        paths["screenshot"] = None if why else str(out / browser.SCREENSHOT)
+        paths["screenshot_note"] = why
+    return paths
 
 
-def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
-                 correction="holm", min_effect=0.0, repo=".", audit_path=None,
-                 n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
-                 **filters) -> str:
-    """The plain-text comparison table printed at the end of `make bench`.
+@dataclass
+class Compared:
+    """What ``compare`` computed: the selection (filtered), its comparisons,
+    the A/A control and the audit they were labeled with."""
+    selection: Selection
+    cset: stats.ComparisonSet
+    aa: stats.AAReport
+    audit: codeid.Audit | None
+
+
+def compare_set(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
+                correction="holm", min_effect=0.0, repo=".", audit_path=None,
+                n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
+                **filters) -> Compared:
+    """The comparisons `make bench` prints at its end and ``compare`` prints
+    (as text, CSV or JSON).
 
     ``db``: a path or an open connection. ``commit``: as for :func:`select`;
     ``run_ids``: only these runs (the boots of one `make bench`, whatever rig
@@ -639,16 +669,22 @@ def compare_text(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
                                blind=audit.is_blind if audit else None)
     aa = stats.aa_control(samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, ended)
-    failed = [r for r in sel.runs if r["status"] == "failed"]
+    return Compared(Selection(sel.label, sel.rig_commit, samples, sel.runs), cset, aa, audit)
+
+
+def compare_text(db=None, **kw) -> str:
+    """The plain-text comparison table printed at the end of `make bench`
+    (arguments: :func:`compare_set`)."""
+    r = compare_set(db, **kw)
+    sel, cset, aa = r.selection, r.cset, r.aa
+    failed = [run for run in sel.runs if run["status"] == "failed"]
     text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
     text += "\n" + _aa_summary(aa)
-    sub = Selection(sel.label, sel.rig_commit, samples, sel.runs)
-    text += "".join(f"\ncaveat: {c}" for c in _caveats(sub, cset, aa, audit)
+    text += "".join(f"\ncaveat: {c}" for c in _caveats(sel, cset, aa, r.audit)
                     if not c.startswith("no ordering audit"))
     if failed:
         text += f"\n{len(failed)} failed runs are not in the statistics:"
-        text += "".join(f"\n  {r['run_id']}: {r['reason']}" for r in failed[:20])
+        text += "".join(f"\n  {run['run_id']}: {run['reason']}" for run in failed[:20])
     # last: the lines tools read (CALIBRATION FAILED, when it is, just before them)
     lines = summary_lines(cset, aa)
     return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])
-

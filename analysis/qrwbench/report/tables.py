@@ -52,6 +52,10 @@ class Table:
     headers: list[str]
     rows: list[list[str]]
     title: str = ""
+    # per row, what it shows (comparison_table: (cell, Comparison or None for
+    # the baseline row)), and per row data-* attributes for html()
+    sources: list | None = None
+    attrs: list[dict] | None = None
 
     def text(self) -> str:
         widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
@@ -70,12 +74,15 @@ class Table:
         out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in self.rows]
         return "\n".join(out)
 
-    def html(self, css_class: str = "") -> str:
+    def html(self, css_class: str = "", table_id: str = "") -> str:
         e = html.escape
         cls = f' class="{e(css_class)}"' if css_class else ""
+        cls += f' id="{e(table_id)}"' if table_id else ""
         head = "".join(f"<th>{e(h)}</th>" for h in self.headers)
-        body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
-                       for r in self.rows)
+        attrs = self.attrs or [{}] * len(self.rows)
+        body = "".join("<tr" + "".join(f' data-{e(k)}="{e(str(v))}"' for k, v in a.items()) +
+                       ">" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
+                       for r, a in zip(self.rows, attrs))
         title = f"<h3>{e(self.title)}</h3>" if self.title else ""
         return f"{title}<table{cls}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -92,10 +99,11 @@ def comparison_table(cset, *, title: str = "") -> Table:
     headers = ["cell", "variant", "n", "median Mops/s [95% CI]",
                "ratio to baseline [95% CI]", "change", "CI +-", "p (adj, family)", "verdict",
                "ended by"]
-    rows = []
+    rows, sources = [], []
     last = None
     for c in sorted(cset.comparisons, key=lambda c: (c.cell, c.variant)):
         if c.cell != last:
+            sources.append((c.cell, None))
             b = c.base_summary
             rows.append([c.cell.label(), f"{c.baseline} (baseline)", _n(b.n, "window"),
                          f"{fmt_rate(b.median)} [{fmt_rate(b.ci_low)}, {fmt_rate(b.ci_high)}]",
@@ -107,12 +115,13 @@ def comparison_table(cset, *, title: str = "") -> Table:
         n = (f"{t.n_a} blocks" if t.unit == "block" else f"{t.n_a}+{t.n_b} boots")
         verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else
                                f" ({BLIND})" if c.emulator_blind else "")
+        sources.append((c.cell, c))
         rows.append(["", c.variant, n,
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",
                      ratio, fmt_pct(t.pct_change) if t.judged else "-",
                      f"{e.half_width_pct:.1f} %" if e is not None and e.judged else "-",
                      fmt_p(c.p_adjusted), verdict, c.ended_by or "-"])
-    return Table(headers, rows, title)
+    return Table(headers, rows, title, sources)
 
 
 def text_comparison(cset, *, header: str = "") -> str:
