@@ -11,7 +11,8 @@
 #    `l2 NAME SECONDS COMMAND...` lines run one L2 QEMU each, exactly the
 #    command line the rig built, its console and QEMU's own messages on the
 #    virtio-serial port named qrwb.NAME (a file on the host), and prints
-#      @@L1 {"type":"l2-start","name":NAME} ... {"type":"l2-exit","name":NAME,"rc":N}
+#      @@L1 {"type":"l2-start","name":NAME,"uptime":S} ...
+#      @@L1 {"type":"l2-exit","name":NAME,"rc":N,"uptime":S}   (S: L1's /proc/uptime)
 # 3. prints @@L1 {"type":"l1-done"} and powers off (QEMU -no-reboot exits).
 export PATH=/bin:/usr/bin
 mount -t proc proc /proc
@@ -32,14 +33,16 @@ l2() {
 	for d in /sys/class/virtio-ports/*; do
 		[ "$(cat "$d/name" 2>/dev/null)" = "qrwb.$name" ] && port=/dev/${d##*/}
 	done
-	echo "@@L1 {\"type\":\"l2-start\",\"name\":\"$name\"}"
+	read -r t0 _ < /proc/uptime
+	echo "@@L1 {\"type\":\"l2-start\",\"name\":\"$name\",\"uptime\":$t0}"
 	if [ -z "$port" ]; then
 		echo "@@L1 {\"type\":\"l2-exit\",\"name\":\"$name\",\"rc\":-1,\"why\":\"no virtio-serial port qrwb.$name\"}"
 		return
 	fi
 	timeout -s KILL "$secs" "$@" </dev/null >"$port" 2>&1
 	rc=$?
-	echo "@@L1 {\"type\":\"l2-exit\",\"name\":\"$name\",\"rc\":$rc}"
+	read -r t1 _ < /proc/uptime
+	echo "@@L1 {\"type\":\"l2-exit\",\"name\":\"$name\",\"rc\":$rc,\"uptime\":$t1}"
 }
 
 if [ -f /l2/job.sh ]; then

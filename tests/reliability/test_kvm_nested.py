@@ -72,8 +72,8 @@ L1_CONSOLE = """\
 @@L1 {"type":"facts","machine":"aarch64","release":"6.12.57-qrwbench", "dev_kvm":1,"dev_kvm_rw":1, "kvm_pvm":0,"cpus":2}
 @@L1-KVM [    1.2] kvm [1]: VHE mode initialized successfully
 @@L1-QEMU QEMU emulator version 7.2.18 (Debian 1:7.2+dfsg-7+deb12u18)
-@@L1 {"type":"l2-start","name":"probe"}
-@@L1 {"type":"l2-exit","name":"probe","rc":0}
+@@L1 {"type":"l2-start","name":"probe","uptime":1.50}
+@@L1 {"type":"l2-exit","name":"probe","rc":0,"uptime":4.25}
 @@L1 {"type":"l2-start","name":"run0"}
 @@L1 {"type":"l2-exit","name":"run0","rc":1}
 @@L1 {"type":"l2-start","name":"run1"}
@@ -88,6 +88,7 @@ def test_l1_console_becomes_facts_and_statuses():
     assert l1["kvm_lines"] == ["[    1.2] kvm [1]: VHE mode initialized successfully"]
     assert kvm.static_check("arm64", l1["facts"]) == (True, "/dev/kvm usable")
     assert nested.l2_status("probe", l1, {}, 60)["status"] == "ok"
+    assert nested.l2_status("probe", l1, {}, 60)["wall_s"] == 2.75
     assert nested.l2_status("run0", l1, {}, 60)["reason"] == "QEMU exited with status 1"
     st = nested.l2_status("run1", l1, {}, 60)
     assert st["timed_out"] and "within 60 s" in st["reason"]

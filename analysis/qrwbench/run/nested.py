@@ -162,10 +162,10 @@ def l0_command(arch: str, cells: list[Cell], kernel: Path, initrd: Path,
 
 
 def parse_l1_console(text: str) -> dict:
-    """{"facts": {...} | None, "exits": {name: rc}, "kvm_lines": [...],
-    "qemu": str, "done": bool} from L1's console."""
+    """{"facts": {...} | None, "exits": {name: rc}, "wall_s": {name: s},
+    "kvm_lines": [...], "qemu": str, "done": bool, ...} from L1's console."""
     out = {"facts": None, "exits": {}, "why": {}, "kvm_lines": [], "qemu": "", "done": False,
-           "release": ""}
+           "release": "", "starts": {}, "wall_s": {}}
     for line in text.splitlines():
         line = line.strip("\r")
         if line.startswith("@@L1-KVM "):
@@ -183,8 +183,13 @@ def parse_l1_console(text: str) -> dict:
                                 "dev_kvm_rw": bool(rec.get("dev_kvm_rw")),
                                 "kvm_pvm": bool(rec.get("kvm_pvm")), "cpus": rec.get("cpus")}
                 out["release"] = rec.get("release", "")
+            elif t == "l2-start":
+                out["starts"][rec.get("name")] = rec.get("uptime")
             elif t == "l2-exit":
                 out["exits"][rec.get("name")] = rec.get("rc")
+                t0 = out["starts"].get(rec.get("name"))
+                if isinstance(t0, (int, float)) and isinstance(rec.get("uptime"), (int, float)):
+                    out["wall_s"][rec.get("name")] = round(rec["uptime"] - t0, 2)
                 if rec.get("why"):
                     out["why"][rec.get("name")] = rec["why"]
             elif t == "l1-done":
@@ -195,6 +200,8 @@ def parse_l1_console(text: str) -> dict:
 def l2_status(name: str, l1: dict, l0: dict, secs: int) -> dict:
     """A run's launcher status from what L1 said of its L2 QEMU."""
     st = {"status": "ok", "reason": "", "returncode": l1["exits"].get(name), "timed_out": False}
+    if name in l1["wall_s"]:
+        st["wall_s"] = l1["wall_s"][name]     # L1's clock: emulated time, roughly
     rc = l1["exits"].get(name)
     if rc is None:
         why = ("not started: an earlier L2 boot failed" if l1["done"] else
