@@ -144,3 +144,44 @@ def test_a_round_without_budget_names_what_stopped_each_cell():
     assert {k: st.ended_by for k, st in plan.cells.items()} == {
         "Q": planner.TARGET, "N": planner.BUDGET, "M": planner.MAX_BOOTS,
         "F": planner.FAILURES}
+
+
+def test_blind_and_identical_pairs_stop_after_round_0_and_free_the_budget():
+    """Issue 26: three equally noisy cells. B's only pair is emulator-blind,
+    I's is identical code, D's is distinguishable. Without the labels a
+    budget of two boots is shared among them; with them B and I end
+    "settled" after their first boots, and D gets both boots."""
+    rng = np.random.default_rng(11)
+    cells = {}
+    for key in "BID":
+        cells[key] = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"),
+                         op=f"op{key}", run_prefix=key.lower())
+    samples = [s for v in cells.values() for s in v]
+    run_cell = {r: k for k, v in cells.items() for r in _run_cell(v, k)}
+
+    def fresh():
+        plan = planner.Plan(TARGETS, max_boots=12, budget_s=1e9)
+        for key in "BID":
+            plan.state(key).boots = 2
+            plan.state(key).boot_s = [10.0, 10.0]
+        return plan
+
+    unlabeled = stats.compare_cells(samples, n_resamples=50)
+    keys = planner.next_round(fresh(), unlabeled, run_cell, remaining_s=20)
+    assert set(keys) != {"D"}, "without labels the budget is not kept for D"
+    labeled = stats.compare_cells(samples, n_resamples=50,
+                                  blind=lambda c, a, b: c.op == "opB",
+                                  identical=lambda c, a, b: c.op == "opI")
+    plan = fresh()
+    keys = planner.next_round(plan, labeled, run_cell, remaining_s=20)
+    assert keys == ["D", "D"]
+    assert plan.cells["B"].ended_by == plan.cells["I"].ended_by == planner.SETTLED
+    by_op = {c.cell.op: c for c in labeled.comparisons}
+    assert planner.comparison_ended_by(by_op["opB"], TARGETS, run_cell, {}) == planner.SETTLED
+    assert planner.needs_more(by_op["opD"], TARGETS)
+    # the summary line counts each kind; widths over the distinguishable one only
+    line = labeled.summary_line()
+    assert line.startswith("comparisons: ") and " of 1 distinguishable " in line
+    assert "emulator-blind 1, identical code 1;" in line
+    d = by_op["opD"].effect
+    assert f"in-boot {d.half_width_pct:.1f} %" in line

@@ -451,6 +451,7 @@ def test_summary_line_counts_every_kind():
     s = gen(rng, factors={"relaxed": 0.9, "acquire": 1.1})
     cset = stats.compare_cells(s)
     line = cset.summary_line()
-    assert line.startswith("comparisons: 3 judged of 3 (slower 1, faster 1, equivalent 1, "
-                           "inconclusive 0); median CI half-width in-boot ")
+    assert line.startswith("comparisons: 3 judged of 3 distinguishable (slower 1, faster 1, "
+                           "equivalent 1, inconclusive 0); emulator-blind 0, identical code 0; "
+                           "median CI half-width in-boot ")
     assert line.endswith("kernel builds -")

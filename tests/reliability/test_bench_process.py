@@ -204,8 +204,9 @@ def test_a_short_real_bench_ends_with_the_two_summary_lines(tmp_path):
     r = subprocess.run(cmd, cwd=TOP, env=ENV, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
-    assert re.fullmatch(r"comparisons: \d+ judged of \d+ \(slower \d+, faster \d+, equivalent \d+, "
-                        r"inconclusive \d+\); median CI half-width in-boot (\d+\.\d %|-), "
+    assert re.fullmatch(r"comparisons: \d+ judged of \d+ distinguishable \(slower \d+, faster \d+, "
+                        r"equivalent \d+, inconclusive \d+\); emulator-blind \d+, identical code \d+; "
+                        r"median CI half-width in-boot (\d+\.\d %|-), "
                         r"kernel builds (\d+\.\d %|-)", lines[-2]), lines[-2]
     assert re.fullmatch(r"calibration: A/A \d+ of \d+ significant at alpha 0\.05; "
                         r"injected barrier detected \d+ of [1-9]\d*", lines[-1]), lines[-1]

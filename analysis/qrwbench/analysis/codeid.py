@@ -171,18 +171,20 @@ def load_distinct(path) -> list[dict]:
             and isinstance(r.get("variants"), list)]
 
 
-def find_audit(path=None) -> Audit | None:
+def find_audit(path=None, emulator=None) -> Audit | None:
     """The audit at ``path`` (must exist), else the default one if present, else
-    None; with the emulator audit (build/emulator/emulator.json) when there is one."""
+    None; with the emulator audit (``emulator``, default
+    build/emulator/emulator.json) when there is one."""
     if path:
         audit = load_audit(path)
     elif _is_file(DEFAULT_AUDIT):
         audit = load_audit(DEFAULT_AUDIT)
     else:
         return None
-    if _is_file(DEFAULT_EMULATOR):
-        audit.blind = load_blind(DEFAULT_EMULATOR)
-        audit.distinct = load_distinct(DEFAULT_EMULATOR)
+    emulator = emulator or DEFAULT_EMULATOR
+    if _is_file(emulator):
+        audit.blind = load_blind(emulator)
+        audit.distinct = load_distinct(emulator)
     return audit
 
 

@@ -18,6 +18,13 @@ weights (each level, in-boot and kernel builds, weighs 1 in all, shared by
 its comparisons still needing more) over the mean wall time of one of their
 boots, until the remaining budget is spent.
 
+Comparisons that cannot say anything about a CPU (identical code, or
+emulator-blind under TCG: the audits' labels, ``Comparison.settled``) keep
+the boots of the first round, enough for the A/A control and for
+"equivalent within +-m %" where it holds, and never ask for more: the time
+goes to the distinguishable pairs and the kernel builds. A cell all of whose
+comparisons are settled stops at once ("settled").
+
 A cell stops when every comparison it feeds has reached its target
 ("target"), when it has had ``max_boots`` boots ("max_boots"), when two of
 its boots failed ("failures"), or when the matrix's time budget
@@ -35,6 +42,7 @@ from dataclasses import dataclass, field
 from . import stats
 
 TARGET, MAX_BOOTS, FAILURES, BUDGET = "target", "max_boots", "failures", "budget"
+SETTLED = "settled"     # identical code or emulator-blind: more boots cannot help
 
 
 @dataclass
@@ -65,7 +73,10 @@ class Plan:
 
 def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
     """True while a comparison's CI is wider than its level's target, or it
-    could not be judged at all."""
+    could not be judged at all; never for a settled one (identical code,
+    emulator-blind)."""
+    if c.settled:
+        return False
     e = c.effect
     if e is None or not e.judged:
         return True
@@ -84,6 +95,10 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
     ``remaining_s=0`` every cell does (the budget for those that still need
     more), which is how `make bench` closes a round the budget cut short."""
     needing = [c for c in cset.comparisons if needs_more(c, plan.target_pct)]
+    fed = defaultdict(list)         # cell key -> whether each comparison it feeds is settled
+    for c in cset.comparisons:
+        for key in {run_cell[r] for r in c.runs if r in run_cell}:
+            fed[key].append(c.settled)
     per_level = Counter(c.level for c in needing)
     factors, value = defaultdict(list), defaultdict(float)
     for c in needing:
@@ -97,7 +112,7 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
         if st.ended_by:
             continue
         if key not in factors:
-            st.ended_by = TARGET
+            st.ended_by = SETTLED if fed.get(key) and all(fed[key]) else TARGET
         elif st.failed >= 2:
             st.ended_by = FAILURES
         elif st.boots >= plan.max_boots:
@@ -128,6 +143,8 @@ def comparison_ended_by(c: stats.Comparison, target_pct: dict, run_cell: dict,
     """What ended a comparison's measuring: "target" when its CI reached the
     target, else the stopping reason of a cell it drew on (budget, max_boots,
     failures; "" when unknown: runs not measured by a planned bench)."""
+    if c.settled:
+        return SETTLED
     if not needs_more(c, target_pct):
         return TARGET
     reasons = sorted({cell_ended.get(run_cell.get(r)) for r in c.runs} - {TARGET, None, ""})

@@ -300,6 +300,12 @@ class Comparison:
     def judged(self) -> bool:
         return self.kind in effects.JUDGED
 
+    @property
+    def settled(self) -> bool:
+        """Nothing a measurement can add says anything about a CPU: the two
+        variants compile to identical code, or TCG runs the same ops for both."""
+        return self.identical_code or self.emulator_blind
+
 
 @dataclass
 class ComparisonSet:
@@ -309,23 +315,33 @@ class ComparisonSet:
     correction: str = "holm"
     baselines: dict = field(default_factory=dict)
 
+    def distinguishable(self) -> list[Comparison]:
+        """The comparisons whose answer can be about a CPU: neither identical
+        code nor emulator-blind (labels from the audits; unlabeled count here)."""
+        return [c for c in self.comparisons if not c.settled]
+
     def counts(self) -> dict:
+        """Kinds of the distinguishable comparisons."""
         n = {k: 0 for k in (*effects.JUDGED, effects.INCONCLUSIVE)}
-        for c in self.comparisons:
+        for c in self.distinguishable():
             n[c.kind] += 1
         return n
 
     def median_half_width(self, level: str) -> float:
-        hw = [c.effect.half_width_pct for c in self.comparisons
+        """Median CI half-width of the judged distinguishable comparisons of a level."""
+        hw = [c.effect.half_width_pct for c in self.distinguishable()
               if c.level == level and c.effect is not None and c.effect.judged]
         return float(np.median(hw)) if hw else math.nan
 
     def summary_line(self) -> str:
         n = self.counts()
         judged = sum(n[k] for k in effects.JUDGED)
-        return (f"comparisons: {judged} judged of {len(self.comparisons)} (slower "
-                f"{n[effects.SLOWER]}, faster {n[effects.FASTER]}, equivalent "
-                f"{n[effects.EQUIVALENT]}, inconclusive {n[effects.INCONCLUSIVE]}); median CI "
+        identical = sum(c.identical_code for c in self.comparisons)
+        blind = sum(c.emulator_blind and not c.identical_code for c in self.comparisons)
+        return (f"comparisons: {judged} judged of {len(self.distinguishable())} distinguishable "
+                f"(slower {n[effects.SLOWER]}, faster {n[effects.FASTER]}, equivalent "
+                f"{n[effects.EQUIVALENT]}, inconclusive {n[effects.INCONCLUSIVE]}); "
+                f"emulator-blind {blind}, identical code {identical}; median CI "
                 f"half-width in-boot {_pct_text(self.median_half_width('in-boot'))}, kernel "
                 f"builds {_pct_text(self.median_half_width('kernel'))}")
 

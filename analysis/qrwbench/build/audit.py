@@ -828,9 +828,10 @@ def add_arguments(ap) -> None:
     ap.add_argument("kernels", nargs="*", help="kernel build directories (default: every built one)")
 
 
-def run(args) -> int:
+def run(args, inputs: dict | None = None) -> int:
     """``python3 -m qrwbench audit``: an output directory that is not the
-    audit's raises QrwbenchError (cli.main prints it; nothing is written)."""
+    audit's raises QrwbenchError (cli.main prints it; nothing is written).
+    ``inputs``: what the audit was made from, kept in audit.json (run/audits.py)."""
     out = outputs.check(args.out, "audit")      # before any work
     dirs = [Path(k) for k in args.kernels] or vocab.built_kernels()
     if not dirs:
@@ -854,7 +855,8 @@ def run(args) -> int:
                   "variants": [p["a"], p["b"]]} for p in kpairs] + module_identical(mods)
     notes = module_notes(mods)
     doc = {"schema": 1, "identical": identical, "notes": notes,
-           "kernel_pairs": kpairs, "kernels": audits, "modules": mods}
+           "kernel_pairs": kpairs, "kernels": audits, "modules": mods,
+           **({"inputs": inputs} if inputs else {})}
     text = format_table(audits, mods, identical)
     with outputs.replacing(out, "audit") as tmp:
         (tmp / "audit.json").write_text(json.dumps(doc, indent=1))

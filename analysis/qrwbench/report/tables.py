@@ -113,8 +113,9 @@ def comparison_table(cset, *, title: str = "") -> Table:
         ratio = (f"{fmt_ratio(t.ratio)} [{fmt_ratio(t.ratio_low)}, {fmt_ratio(t.ratio_high)}]"
                  if t.judged else "-")
         n = (f"{t.n_a} blocks" if t.unit == "block" else f"{t.n_a}+{t.n_b} boots")
-        verdict = c.verdict + (f" ({IDENTICAL})" if c.identical_code else
-                               f" ({BLIND})" if c.emulator_blind else "")
+        # what the backend can show first, the interval second (issue 26)
+        verdict = (f"{IDENTICAL}; {c.verdict}" if c.identical_code else
+                   f"{BLIND}; {c.verdict}" if c.emulator_blind else c.verdict)
         sources.append((c.cell, c))
         rows.append(["", c.variant, n,
                      f"{fmt_rate(s.median)} [{fmt_rate(s.ci_low)}, {fmt_rate(s.ci_high)}]",

@@ -350,6 +350,12 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         nr = vocab.nr_cpus(c.arch, c.variant)
         if nr is not None and c.vcpus > nr:
             raise InputError(f"{c.label()}: {c.vcpus} vCPUs exceed the kernel's NR_CPUS={nr}")
+    # what each comparison can show, before the plan (issue 26): the audits
+    # run once per change of kernels, modules, QEMU or targets
+    from . import audits
+    audit = audits.ensure(cells)
+    labels = {"identical": audit.is_identical if audit else None,
+              "blind": audit.is_blind if audit else None}
     boots = matrix.boots(m, cells)
     rig = provenance.rig_state()
     nonce = hashlib.sha256(str(time.time()).encode()).hexdigest()[:8] if fresh else ""
@@ -437,7 +443,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         samples = store.load_samples(conn, run_ids=list(run_cell))
         if not samples:
             break
-        cset = stats.compare_cells(samples, n_resamples=300, seed=rnd)
+        cset = stats.compare_cells(samples, n_resamples=300, seed=rnd, **labels)
         elapsed = time.monotonic() - t0
         # hosts run boots side by side: the budget buys that many boots at once
         width = len([h for h in farm.hosts if h.ok]) if farm is not None else 1
@@ -480,7 +486,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         # spend gives every cell still without a reason its own
         samples = store.load_samples(conn, run_ids=list(run_cell))
         if samples:
-            planner.next_round(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd),
+            planner.next_round(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd,
+                                                         **labels),
                                run_cell, remaining_s=0)
     ends = planner.ended_by_counts(plan)
     store.save_plan(conn, rig["rig_commit"],
@@ -496,7 +503,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         from ..report import report
         try:
             print(report.compare_text(conn, commit="all", run_ids=list(run_cell),
-                                      plan_commit=rig["rig_commit"]))
+                                      plan_commit=rig["rig_commit"],
+                                      audit_path=audit.path if audit else None))
         except InputError as e:
             print(f"bench: no comparison: {e}")
     return 1 if failures else 0

@@ -264,8 +264,8 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
     return rows
 
 
-def to_json(rows: list[dict], qemu_version: str) -> dict:
-    return {"schema": 1, "emulator": qemu_version,
+def to_json(rows: list[dict], qemu_version: str, **extra) -> dict:
+    return {"schema": 1, "emulator": qemu_version, **extra,
             "blind": [{k: r[k] for k in ("arch", "accel", "cpu_model", "vcpus", "impl", "op",
                                           "variants")} for r in rows if r["label"] == BLIND],
             "labels": rows}
@@ -302,13 +302,21 @@ def run(a) -> int:
         raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
     for arch in vocab.ARCHES:
         bench.kernel_paths(arch, "acqrel")         # before any boot
-    out = outputs.check(a.out, "emulator", "qrwbench emulator audit directory")
-    ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
-    with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
-        rows = label_targets(tmp, vcpus)
-        text = table(rows)
-        (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver), indent=1) + "\n")
-        (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
+    out, text = write(a.out, vcpus)
     print(text)
     print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")
     return 0
+
+
+def write(out, vcpus, cpus=None, log=print, **extra) -> tuple[Path, str]:
+    """Label the targets (``cpus``: only these (arch, cpu) pairs) into the
+    emulator audit directory ``out`` (replaced only if it is one); ``extra``
+    goes into emulator.json (run/audits.py: its inputs and targets)."""
+    out = outputs.check(out, "emulator", "qrwbench emulator audit directory")
+    ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
+    with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
+        rows = label_targets(tmp, vcpus, cpus=cpus, log=log)
+        text = table(rows)
+        (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver, **extra), indent=1) + "\n")
+        (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
+    return out, text
