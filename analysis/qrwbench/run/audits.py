@@ -81,15 +81,21 @@ def ensure_ordering(log=print) -> Path | None:
     return path
 
 
+def _acqrel_built(arch: str) -> bool:
+    d = vocab.kernel_dir(arch, "acqrel")
+    return (d / ".qrwbench-built").exists() and vocab.module_ko(arch, "acqrel").exists()
+
+
 def ensure_emulator(targets: set, log=print) -> Path | None:
     """build/emulator/emulator.json covering ``targets`` ({(arch, cpu, vcpus)}
-    of the matrix's TCG cells), current for the acqrel kernels, modules and
-    QEMU it boots; run for those targets when not (None: nothing to audit)."""
+    of the matrix's TCG cells), current for the acqrel kernels and modules of
+    every arch that has them and their QEMU; run when not, for these targets
+    and those a current audit already covered (None: nothing to audit)."""
     if not targets:
         return None
-    archs = sorted({a for a, _, _ in targets})
-    for a in archs:
+    for a in sorted({a for a, _, _ in targets}):
         bench.kernel_paths(a, "acqrel")
+    archs = [a for a in sorted(vocab.ARCHES) if _acqrel_built(a)]
     inputs = {"kernels": kernels_inputs([vocab.kernel_dir(a, "acqrel") for a in archs]),
               "qemu": {a: qemu.qemu_version(qemu.qemu_binary(a)) for a in archs}}
     path = EMULATOR / "emulator.json"
@@ -98,8 +104,9 @@ def ensure_emulator(targets: set, log=print) -> Path | None:
     if doc and targets <= covered:
         log(f"bench: emulator audit current ({path})")
         return path
-    vcpus = tuple(sorted({v for _, _, v in targets}))
-    cpus = {(a, c) for a, c, _ in targets}
+    want = targets | covered
+    vcpus = tuple(sorted({v for _, _, v in want}))
+    cpus = {(a, c) for a, c, _ in want}
     log(f"bench: emulator audit: {len(cpus) * len(vcpus) * 2} short boots under QEMU's "
         f"translation log ({', '.join(f'{a}/{c}' for a, c in sorted(cpus))}; "
         f"{', '.join(map(str, vcpus))} vCPUs; output in {EMULATOR})")
