@@ -126,7 +126,7 @@ def test_empty_db_is_an_error(tmp_path):
 def test_compare_text_table(results_db):
     db, _ = results_db
     text = report.compare_text(db, workload="atomics", n_resamples=200)
-    assert "full (baseline)" in text and "relaxed" in text
+    assert "(baseline full: " in text and "relaxed" in text
     rows = [l for l in text.splitlines() if l.strip().startswith("relaxed")]
     assert len(rows) == 2 and all("faster" in r for r in rows)
     assert "TCG: emulated" in text and "a1-broken" in text
@@ -201,3 +201,23 @@ def test_sweep_table_throughput_vs_vcpus():
     assert t.rows == [["arm64/tcg/max rwlock module rwlock shared", "acqrel", "11", "8", "3*"],
                       ["arm64/tcg/max rwlock module rwlock shared", "full", "9", "-", "2*"]]
     assert _sweep_table(samples[-1:]).rows == []
+
+
+def test_the_console_table_fits_160_columns_and_keeps_every_row(results_db):
+    """make bench's table (issue 28): long cells and verdicts wrap, nothing is cut."""
+    from qrwbench.report import console
+    from qrwbench.cell import Cell
+    db, _ = results_db
+    r = report.compare_set(db, n_resamples=200)
+    long = [c.__class__(**{**c.__dict__, "cell": c.cell.replace(
+        params='{"nlocks":1,"think_work":16,"threads":2,"cs_lines":4,"write_pct":50,'
+               '"placement":"percpu","note":"' + "x" * 120 + '"}')})
+        for c in r.cset.comparisons]
+    r.cset.comparisons = long
+    text = console.text_comparison(r.cset, header="qrwbench comparison: test")
+    lines = text.splitlines()
+    assert max(len(l) for l in lines) <= console.WIDTH, max(lines, key=len)
+    flat = " ".join(l.strip() for l in lines)
+    for c in long:
+        assert c.variant in text and c.verdict.split(" (")[0] in flat
+    assert "x" * 120 in "".join(l.strip() for l in lines), "the long cell wraps, it is not cut"

@@ -24,7 +24,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
 from ..analysis import codeid, harness, history, planner, stats
-from . import browser, export, filtertable, litmus, nested, plots, summary, tables
+from . import browser, console, export, filtertable, litmus, nested, plots, summary, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
 KVM_CAVEAT = "KVM unavailable on this host: {reason}"
@@ -678,13 +678,14 @@ def compare_text(db=None, **kw) -> str:
     r = compare_set(db, **kw)
     sel, cset, aa = r.selection, r.cset, r.aa
     failed = [run for run in sel.runs if run["status"] == "failed"]
-    text = tables.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
-    text += "\n" + _aa_summary(aa)
-    text += "".join(f"\ncaveat: {c}" for c in _caveats(sel, cset, aa, r.audit)
+    text = console.text_comparison(cset, header=f"qrwbench comparison: {sel.label}")
+    text += "\n" + console.wrap(_aa_summary(aa))
+    text += "".join(f"\n{console.wrap('caveat: ' + c)}" for c in _caveats(sel, cset, aa, r.audit)
                     if not c.startswith("no ordering audit"))
     if failed:
         text += f"\n{len(failed)} failed runs are not in the statistics:"
-        text += "".join(f"\n  {run['run_id']}: {run['reason']}" for run in failed[:20])
+        text += "".join(f"\n{console.wrap('  ' + run['run_id'] + ': ' + run['reason'])}"
+                        for run in failed[:20])
     # last: the lines tools read (CALIBRATION FAILED, when it is, just before them)
     lines = summary_lines(cset, aa)
     return text + "".join(f"\n{l}" for l in lines[2:] + lines[:2])

@@ -124,17 +124,3 @@ def comparison_table(cset, *, title: str = "") -> Table:
                      fmt_p(c.p_adjusted), verdict, c.ended_by or "-"])
     return Table(headers, rows, title, sources)
 
-
-def text_comparison(cset, *, header: str = "") -> str:
-    """The plain-text comparison `make bench` prints at its end."""
-    corr = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[cset.correction]
-    base = ", ".join(f"{w}: {v}" for w, v in sorted(cset.baselines.items()))
-    lines = [header] if header else []
-    lines.append(f"baselines ({base}); in-boot: trimmed mean of paired block log ratios, "
-                 "t interval on a two-level random-effects SE; kernel builds: one normalized "
-                 f"value per boot, Welch t; {corr}-adjusted per arch/accel/CPU/workload, alpha "
-                 f"{cset.alpha:g}")
-    lines.append(comparison_table(cset).text())
-    for cell, why in cset.skipped:
-        lines.append(f"not compared: {cell.label()}: {why}")
-    return "\n".join(lines)
