@@ -185,3 +185,27 @@ def test_blind_and_identical_pairs_stop_after_round_0_and_free_the_budget():
     assert "emulator-blind 1, identical code 1;" in line
     d = by_op["opD"].effect
     assert f"in-boot {d.half_width_pct:.1f} %" in line
+
+
+def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled():
+    """Run A of issue 26: the arm64 max calibration cell's pairs are all
+    emulator-blind, so it stopped after round 0 and its injected barrier was
+    found in 14 of 17 rows. A calibration cell still missing its barrier
+    gets boots whatever its labels; one whose barrier was found does not."""
+    rng = np.random.default_rng(12)
+    c = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="opC",
+            run_prefix="c")
+    run_cell = _run_cell(c, "C")
+    cset = stats.compare_cells(c, n_resamples=50, blind=lambda *a: True)
+
+    def fresh():
+        plan = planner.Plan(TARGETS, max_boots=12, budget_s=1e9)
+        plan.state("C").boots = 2
+        plan.state("C").boot_s = [10.0, 10.0]
+        return plan
+
+    plan = fresh()
+    assert planner.next_round(plan, cset, run_cell) == [] and plan.cells["C"].ended_by == planner.SETTLED
+    plan = fresh()
+    assert planner.next_round(plan, cset, run_cell, calibrating=["C"]) == ["C", "C"]
+    assert plan.cells["C"].ended_by == ""

@@ -25,6 +25,10 @@ the boots of the first round, enough for the A/A control and for
 goes to the distinguishable pairs and the kernel builds. A cell all of whose
 comparisons are settled stops at once ("settled").
 
+The calibration cells (an injected barrier, ``aa_inject_mb``) also get boots
+while their barrier has not been found slower on a per-CPU line: the
+calibration line needs that power whatever their comparisons' labels.
+
 A cell stops when every comparison it feeds has reached its target
 ("target"), when it has had ``max_boots`` boots ("max_boots"), when two of
 its boots failed ("failures"), or when the matrix's time budget
@@ -86,12 +90,23 @@ def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
 MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
 
 
+def missed_barrier_targets(aa: stats.AAReport) -> set:
+    """(arch, accel, cpu, vCPUs) of the targets where an injected barrier
+    that can only add cost (stats.calibrates) was not yet found slower."""
+    return {(r.cell.arch, r.cell.accel, r.cell.cpu, r.cell.vcpus) for r in aa.results
+            if r.kind == "inject" and stats.calibrates(r.cell)
+            and not (r.test.judged and r.significant and r.effect.estimate < 0)}
+
+
 def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
-               remaining_s: float = math.inf) -> list:
+               remaining_s: float = math.inf, calibrating=()) -> list:
     """Cell keys to boot this round, a key once per boot it gets (sorted by
     value; the caller shuffles them). ``run_cell``: run_id -> cell key of
     every run of the matrix so far; ``remaining_s``: what is left of the
-    time budget. Cells that end now get their ``ended_by``; with
+    time budget; ``calibrating``: keys of the calibration cells whose
+    injected barrier was not yet found (missed_barrier_targets): they need
+    more boots whatever their comparisons' labels, the calibration weighing
+    1 like a level. Cells that end now get their ``ended_by``; with
     ``remaining_s=0`` every cell does (the budget for those that still need
     more), which is how `make bench` closes a round the budget cut short."""
     needing = [c for c in cset.comparisons if needs_more(c, plan.target_pct)]
@@ -107,6 +122,9 @@ def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             factors[key].append(f)
             value[key] += 1.0 / per_level[c.level]
+    for key in calibrating:
+        factors[key].append(MAX_GROWTH ** 2)
+        value[key] += 1.0 / len(calibrating)
     offers = []
     for key, st in sorted(plan.cells.items()):
         if st.ended_by:

@@ -357,6 +357,13 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     labels = {"identical": audit.is_identical if audit else None,
               "blind": audit.is_blind if audit else None}
     boots = matrix.boots(m, cells)
+
+    def calibrating(samples) -> list:
+        """The calibration cells whose injected barrier was not found yet."""
+        missed = planner.missed_barrier_targets(stats.aa_control(samples, boots=False))
+        return sorted(c.key() for c in cells if c.params_dict().get("aa_inject_mb")
+                      and (c.arch, c.accel, c.cpu, c.vcpus) in missed)
+
     rig = provenance.rig_state()
     nonce = hashlib.sha256(str(time.time()).encode()).hexdigest()[:8] if fresh else ""
     conn = store.connect(db)
@@ -447,7 +454,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         elapsed = time.monotonic() - t0
         # hosts run boots side by side: the budget buys that many boots at once
         width = len([h for h in farm.hosts if h.ok]) if farm is not None else 1
-        keys = planner.next_round(plan, cset, run_cell, (plan.budget_s - elapsed) * width)
+        keys = planner.next_round(plan, cset, run_cell, (plan.budget_s - elapsed) * width,
+                                  calibrating=calibrating(samples))
         if not keys:
             break
         rnd += 1
@@ -488,7 +496,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         if samples:
             planner.next_round(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd,
                                                          **labels),
-                               run_cell, remaining_s=0)
+                               run_cell, remaining_s=0, calibrating=calibrating(samples))
     ends = planner.ended_by_counts(plan)
     store.save_plan(conn, rig["rig_commit"],
                     {k: (st.boots, st.failed, st.ended_by or planner.TARGET)
