@@ -194,7 +194,7 @@ def _words(script: str) -> set[str]:
 
 
 SH_BUILTINS = {"if", "then", "else", "fi", "for", "do", "done", "while", "export", "echo",
-               "return", "shift", "b", "l2", "name", "port", "rc", "in"}
+               "return", "shift", "b", "l2", "name", "port", "rc", "in", "read"}
 
 
 @pytest.mark.guest

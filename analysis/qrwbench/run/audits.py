@@ -17,10 +17,10 @@ again, with progress lines and its output in its log.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
+import types
 from pathlib import Path
 
 from .. import vocab
@@ -72,7 +72,7 @@ def ensure_ordering(log=print) -> Path | None:
         f"(no boot; output in {AUDIT / 'audit.txt'})")
     with open(vocab.BUILD / "audit.log", "w") as f, contextlib.redirect_stdout(f), \
             contextlib.redirect_stderr(f):
-        rc = ordering.run(argparse.Namespace(out=str(AUDIT), kernels=[], no_modules=False),
+        rc = ordering.run(types.SimpleNamespace(out=str(AUDIT), kernels=[], no_modules=False),
                           inputs=inputs)
     if rc != 0:
         log(f"bench: ordering audit failed (log: {vocab.BUILD / 'audit.log'}); comparisons "
