@@ -119,3 +119,27 @@ def test_long_table_rows_carry_their_filters(built):
         assert re.findall(r'<option value="([^"]*)">', select) == \
             [""] + sorted({x[i] for x in data})
     assert 'document.body.dataset.filters = "ready"' in page
+
+
+def test_targets_that_can_show_nothing_come_last_folded(built):
+    """A target whose every comparison is identical code (or emulator-blind)
+    goes after those that can show a CPU difference, folded in <details>."""
+    import dataclasses
+    _, r = built
+    kvm_first = summary.targets(r.cset, r.audit)
+    assert [t.name for t in kvm_first][0].startswith("x86_64 / host / kvm")
+    comps = [dataclasses.replace(c, identical_code=True) if c.cell.accel == "kvm" else c
+             for c in r.cset.comparisons]
+    ts = summary.targets(dataclasses.replace(r.cset, comparisons=comps), r.audit)
+    assert [t.name for t in ts] == ["x86_64 / qemu64 / tcg / 2 vCPUs",
+                                    "x86_64 / host / kvm / 2 vCPUs"]
+    assert ts[0].shows > 0 and ts[1].shows == 0
+    page = summary.html_section(ts)
+    fold = page.index("<details>")
+    assert page.index('data-target="x86_64/qemu64/tcg/2v"') < fold < \
+        page.index('data-target="x86_64/host/kvm/2v"')
+    assert "1 target where no comparison can show" in unescape(page)
+    md = summary.markdown(ts)
+    assert md.index("qemu64 / tcg") < md.index("targets where no comparison") < \
+        md.index("host / kvm")
+    assert "<details>" not in summary.html_section(kvm_first)

@@ -48,6 +48,7 @@ class Target:
     sentence: str
     in_boot: list = field(default_factory=list)   # (workload, Grid): orderings in one boot
     kernel: list = field(default_factory=list)    # (workload, Grid): kernel builds
+    shows: int = 0       # comparisons that can show a CPU difference (not blind/identical)
 
 
 def target_key(cell) -> str:
@@ -132,20 +133,29 @@ def sentence(comps, audit, canaries) -> str:
     return s + "."
 
 
+def can_show(c, audit) -> bool:
+    """Whether a comparison can show a difference of the CPU: neither
+    identical code nor emulator-blind (unknown counts: nothing says it cannot)."""
+    return labels.label(c, audit) not in (labels.IDENTICAL, labels.BLIND)
+
+
 def targets(cset, audit, canaries=None) -> list[Target]:
-    """One :class:`Target` per target of ``cset``'s comparisons."""
+    """One :class:`Target` per target of ``cset``'s comparisons: first those
+    where some comparison can show a CPU difference (:func:`can_show`), then
+    those where none can, each group in arch / CPU / accel / vCPU order."""
     by = defaultdict(list)
     for c in cset.comparisons:
         by[target_key(c.cell)].append(c)
     out = []
-    for key in sorted(by, key=lambda k: (by[k][0].cell.arch, by[k][0].cell.cpu,
+    shows = {k: sum(can_show(c, audit) for c in comps) for k, comps in by.items()}
+    for key in sorted(by, key=lambda k: (shows[k] == 0, by[k][0].cell.arch, by[k][0].cell.cpu,
                                          by[k][0].cell.accel, by[k][0].cell.vcpus,
                                          by[k][0].cell.host)):
         comps = by[key]
         cell = comps[0].cell
         name = (f"{cell.arch} / {cell.cpu} / {cell.accel} / {cell.vcpus} vCPU"
                 f"{'s' if cell.vcpus != 1 else ''}" + (f" @{cell.host}" if cell.host else ""))
-        t = Target(name, key, sentence(comps, audit, canaries))
+        t = Target(name, key, sentence(comps, audit, canaries), shows=shows[key])
         for level, grids, row_of in (("in-boot", t.in_boot, _op_row),
                                      ("kernel", t.kernel, _kernel_row)):
             per = defaultdict(list)
@@ -215,11 +225,22 @@ def _heads(level: str, workload: str) -> str:
         f"{workload}: lock path (impl, placement)"
 
 
+def blind_head(n: int) -> str:
+    """The heading of the ``n`` folded targets."""
+    return (f"{n} target{'s' if n != 1 else ''} where no comparison can show a CPU "
+            "difference (every one emulator-blind or identical code)")
+
+
 def html_section(ts: list[Target]) -> str:
-    """The first screen: the legend, then per target its sentence and tables."""
+    """The first screen: the legend, then per target its sentence and tables;
+    the targets where nothing can show a CPU difference folded at the end."""
     e = html.escape
     out = ['<section id="answer"><h2>What each ordering costs, per target</h2>', LEGEND]
+    folded = [t for t in ts if not t.shows]
     for t in ts:
+        if folded and t is folded[0]:
+            out.append(f"<details><summary>{e(blind_head(len(folded)))}: "
+                       f"{e(', '.join(x.name for x in folded))}</summary>")
         out.append(f'<div class="target" data-target="{e(t.key)}"><h3>{e(t.name)}</h3>'
                    f"<p>{e(t.sentence)}</p>")
         out += [_grid_html(g, _heads("in-boot", w)) for w, g in t.in_boot]
@@ -228,6 +249,8 @@ def html_section(ts: list[Target]) -> str:
                        "baseline's, boots compared):</p>")
             out += [_grid_html(g, _heads("kernel", w)) for w, g in t.kernel]
         out.append("</div>")
+    if folded:
+        out.append("</details>")
     out.append("</section>")
     return "\n".join(out)
 
@@ -242,7 +265,10 @@ def markdown(ts: list[Target]) -> str:
     out = ["## What each ordering costs, per target", "",
            "Change of throughput against the row's baseline, 95 % CI (+ faster), the "
            "verdict and, where an audit says, the label.", ""]
+    folded = [t for t in ts if not t.shows]
     for t in ts:
+        if folded and t is folded[0]:
+            out += [f"### {blind_head(len(folded))}", ""]
         out += [f"### {t.name}", "", t.sentence, ""]
         for level, grids in (("in-boot", t.in_boot), ("kernel", t.kernel)):
             for w, g in grids:
