@@ -168,7 +168,7 @@ insmod modprobe load:
 	@echo "qrwbench never loads modules into the host kernel: the module runs only inside QEMU guests (make bench)" >&2; exit 1
 
 # ---------------------------------------------------------------- regression tracking
-# Kernel commits (README "Regression tracking"; CELL syntax
+# Kernel commits (docs/regression.md; CELL syntax
 # ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS):
 #   make bench-series CELL=... [KERNEL_SRC=/path/to/linux] [FROM=qrwbench-base] [TO=HEAD] [BOOTS=5]
 #   make bisect GOOD=<commit> BAD=<commit> CELL=... [KERNEL_SRC=/path/to/linux] [BOOTS=5] [THRESHOLD=5]
