@@ -46,17 +46,31 @@ def results_db(tmp_path_factory):
     return db, tmp
 
 
-def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
-    db, _ = results_db
-    # A real build/audit/audit.json (from `make audit`) must not leak in.
+@pytest.fixture(scope="module")
+def built_report(results_db, tmp_path_factory):
+    """The report of results_db, built once; no real build/audit/audit.json
+    (from `make audit`) may leak in."""
     from qrwbench.analysis import codeid
-    monkeypatch.setattr(codeid, "DEFAULT_AUDIT", str(tmp_path / "no-audit.json"))
-    out = tmp_path / "report"
-    paths = report.build(db, out, n_resamples=300)
-    raw_html = (out / "index.html").read_text()
-    html = unescape(raw_html)
-    md = (out / "report.md").read_text()
+    db, _ = results_db
+    tmp = tmp_path_factory.mktemp("built-report")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(codeid, "DEFAULT_AUDIT", str(tmp / "no-audit.json"))
+    try:
+        out = tmp / "report"
+        paths = report.build(db, out, n_resamples=300)
+    finally:
+        mp.undo()
+    raw = (out / "index.html").read_text()
+    return out, paths, raw, unescape(raw), (out / "report.md").read_text()
+
+
+def test_report_writes_index_html(built_report):
+    out, paths, *_ = built_report
     assert paths["html"] == str(out / "index.html")
+
+
+def test_every_plot_is_a_png_with_its_svg_linked(built_report):
+    out, _, _, html, _ = built_report
     pngs = {p.name for p in (out / "plots").glob("*.png")}
     svgs = {p.name for p in (out / "plots").glob("*.svg")}
     assert {p[:-4] for p in pngs} == {s[:-4] for s in svgs}
@@ -65,17 +79,43 @@ def test_report_files_plots_and_content(results_db, tmp_path, monkeypatch):
     for name in pngs:
         assert (out / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f'plots/{name[:-4]}.svg' in html
-    for text in (html, md):
-        assert report.TCG_CAVEAT in text
-        assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" \
-            in text
-        assert "rig commit 222222222222" in text
-        assert "faster by" in text and "slower by" in text and "equivalent within +-" in text
-        assert "comparisons: " in text and "judged of" in text and "calibration: A/A" in text
-        assert tables.IDENTICAL not in text
-        assert "Atomics: ns per op and thread (copy 0), raw and less the harness" in text
+
+
+@pytest.mark.parametrize("page", ["html", "md"])
+def test_caveats_name_the_backend_and_the_kvm_reason(built_report, page):
+    text = built_report[3] if page == "html" else built_report[4]
+    assert report.TCG_CAVEAT in text
+    assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" in text
+
+
+@pytest.mark.parametrize("page", ["html", "md"])
+def test_verdicts_and_summary_lines(built_report, page):
+    text = built_report[3] if page == "html" else built_report[4]
+    assert "rig commit 222222222222" in text
+    assert "faster by" in text and "slower by" in text and "equivalent within +-" in text
+    assert "comparisons: " in text and "judged of" in text and "calibration: A/A" in text
+
+
+@pytest.mark.parametrize("page", ["html", "md"])
+def test_no_identical_label_without_an_audit(built_report, page):
+    text = built_report[3] if page == "html" else built_report[4]
+    assert tables.IDENTICAL not in text
+
+
+@pytest.mark.parametrize("page", ["html", "md"])
+def test_ns_per_op_table(built_report, page):
+    text = built_report[3] if page == "html" else built_report[4]
+    assert "Atomics: ns per op and thread (copy 0), raw and less the harness" in text
+
+
+def test_failed_and_overcommitted_runs_are_named(built_report):
+    html = built_report[3]
     assert "a1-broken" in html and "no end marker" in html
     assert "overcommitted" in html
+
+
+def test_agreement_aa_and_fairness_tables(built_report):
+    html = built_report[3]
     assert "kernel builds vs in-module copies" in html
     assert "A/A control" in html and "Jain" in html
 
