@@ -1,4 +1,4 @@
-"""`make bench` calls a run ok under the store's import rules (store.judge_run):
+"""`make bench` calls a run ok under the store's import rules (rundir.judge_run):
 a guest that finished but lacks the kernel's atomic64 selftest pass line, or
 reports other CPUs than asked for, is a failed boot, not data."""
 import shlex

@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import matrix, outputs, vocab
 from ..vocab import TOP, InputError
 from ..cell import Cell
-from ..results import store
+from ..results import rundir, store
 from . import kvm, perf, provenance, qemu
 from . import pin as pinmod
 
@@ -117,7 +117,7 @@ def judge_and_write(run_dir: Path, prov: dict, status: dict) -> dict:
     """A run's final status.json: the store's import rules decide, so `make
     bench` calls ok exactly the runs that become data (local and remote boots)."""
     text = (run_dir / "console.log").read_bytes()
-    why, parsed = store.judge_run(prov, {"status": "ok"}, text)
+    why, parsed = rundir.judge_run(prov, {"status": "ok"}, text)
     if status["status"] == "ok" and why:
         status.update(status="failed", reason=why)
     if status["status"] == "failed":
