@@ -323,7 +323,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         # KVM per host: a host without it runs only the TCG cells
         verdicts = {}
         for arch in {t["arch"] for t in m.targets if t["accel"] == "kvm"}:
-            why = [h.can_run(arch, "kvm") for h in farm.hosts]
+            why = [h.why_not_runnable(arch, "kvm") for h in farm.hosts]
             verdicts[arch] = {"usable": "" in why, "booted": False,
                               "reason": "; ".join(w for w in why if w) or "usable"}
     else:

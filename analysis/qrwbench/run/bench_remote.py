@@ -38,10 +38,10 @@ class Hosts:
         self.sent: set[tuple[str, str]] = set()
 
     def able(self, cell: Cell) -> list[remote.Host]:
-        return [h for h in self.hosts if not h.can_run(cell.arch, cell.accel)]
+        return [h for h in self.hosts if not h.why_not_runnable(cell.arch, cell.accel)]
 
     def why_not(self, cell: Cell) -> str:
-        return "; ".join(h.can_run(cell.arch, cell.accel) for h in self.hosts)
+        return "; ".join(h.why_not_runnable(cell.arch, cell.accel) for h in self.hosts)
 
     def blob(self, path: Path) -> str:
         """The remote path of ``path`` (content addressed); sent by :meth:`send`."""
