@@ -25,7 +25,7 @@ import sys
 from .defaults import ALPHA, CORRECTIONS
 from .errors import ArgParser, QrwbenchError, db_error
 from .build import audit
-from .results import store
+from .results import rundir, store
 from .report import noise
 from .run import bench, bisect, emuaudit, nested, profile, series, torture
 
@@ -145,7 +145,7 @@ def _run(args) -> int:
         return args.handler(args)
     db = args.db
     if args.cmd == "import":
-        plan, notes = store.plan_imports(args.paths)   # validates before opening the DB
+        plan, notes = rundir.plan_imports(args.paths)   # validates before opening the DB
         conn = store.connect(db)
         try:
             for run_dir in plan:

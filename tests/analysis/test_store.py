@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import synth
-from qrwbench.results import records, store
+from qrwbench.results import records, rundir, store
 from qrwbench.analysis import stats
 from qrwbench.errors import QrwbenchError
 
@@ -132,7 +132,7 @@ def test_not_a_run_directory_writes_nothing(tmp_path, db, what):
     assert "\n" not in str(exc.value)
     assert ("interrupted" if what == "interrupted" else "not a run directory") in str(exc.value)
     with pytest.raises(QrwbenchError):
-        store.plan_imports([path])
+        rundir.plan_imports([path])
     assert not (tmp_path / "results").exists()
 
 

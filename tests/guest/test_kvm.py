@@ -9,7 +9,7 @@ import pytest
 from conftest import TOP, kernel_dir
 from qrwbench import matrix
 from qrwbench.results import store
-from qrwbench.run import bench, ktree, perf
+from qrwbench.run import boot, ktree, perf
 
 pytestmark = pytest.mark.guest
 PYENV = {"PYTHONPATH": str(TOP / "analysis"), "PATH": "/usr/bin:/bin"}
@@ -17,7 +17,7 @@ PYENV = {"PYTHONPATH": str(TOP / "analysis"), "PATH": "/usr/bin:/bin"}
 
 def verdict(arch):
     kernel_dir(arch, "acqrel")
-    return bench.kvm_probe_one(arch)
+    return boot.kvm_probe_one(arch)
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
@@ -29,7 +29,7 @@ def test_guest_under_kvm(arch, tmp_path):
     v = verdict(arch)
     if not v["usable"]:
         pytest.skip(f"KVM unusable for {arch} guests here: {v['reason']}")
-    st = bench.boot_one(cell, 1, tmp_path / "run", 120, 256, v)
+    st = boot.boot_one(cell, 1, tmp_path / "run", 120, 256, v)
     assert st["status"] == "ok", st
     cmd = json.loads((tmp_path / "run" / "provenance.json").read_text())["qemu_cmd"]
     assert "-accel" in cmd and cmd[cmd.index("-accel") + 1] == "kvm" and "host" in cmd
@@ -107,7 +107,7 @@ def test_a_broken_kvm_command_line_fails_with_qemus_own_message(tmp_path, monkey
     inside L1 refuses, its message is in the run's console, the run failed."""
     from qrwbench.run import nested
     real = nested.l2_command
-    probe = bench.probe_cell("arm64")
+    probe = boot.probe_cell("arm64")
     monkeypatch.setattr(nested, "l2_command", lambda c, s: real(c, s) + (
         [] if c == probe else ["-machine", "gic-version=2"]))
     db, runs = nested_db(tmp_path)

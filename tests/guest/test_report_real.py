@@ -8,7 +8,7 @@ import pytest
 from conftest import kernel_dir
 from qrwbench.results import store
 from qrwbench.report import report
-from qrwbench.run import bench
+from qrwbench.run import boot
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
@@ -28,7 +28,7 @@ def real_db(tmp_path_factory):
     ids = []
     for i, c in enumerate(cells):
         d = tmp / "runs" / f"real-{c.workload}"
-        st = bench.boot_one(c, 100 + i, d, 120, 256, NO_KVM)
+        st = boot.boot_one(c, 100 + i, d, 120, 256, NO_KVM)
         assert st["status"] == "ok", st
         res = store.import_run(db, d)
         assert res.status == "ok", res

@@ -190,7 +190,7 @@ def test_a_job_script_runs_qemu_under_timeout_with_the_hosts_tsc():
         def __init__(self):
             self.blobs = {}
     kernel_dir("x86_64", "acqrel")
-    from qrwbench.run.bench import kernel_paths
+    from qrwbench.run.boot import kernel_paths
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, (("ops", "empty"),))
     h = FakeHosts()
     script, argv = bench_remote.job_for(h, c, 7, "rid1", 99, 256, kernel_paths("x86_64", "acqrel"))

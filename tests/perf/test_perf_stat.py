@@ -68,17 +68,17 @@ def test_real_perf_kvm_stat_of_a_process_without_a_vm(tmp_path):
 
 
 def test_perf_prefix_per_accel(tmp_path, monkeypatch):
-    from qrwbench.run import bench
+    from qrwbench.run import boot
     tcg = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
     kvm = Cell.boot("x86_64", "kvm", "host", "acqrel", "atomics", 1, ())
     monkeypatch.setenv("QRWB_PERF", "1")
-    pre, note = bench.perf_prefix(kvm, tmp_path)
+    pre, note = boot.perf_prefix(kvm, tmp_path)
     assert pre[:2] == ["perf", "stat"] and pre[-7:-3] == ["perf", "kvm", "stat", "record"]
     assert pre[-1] == "--" and note == {}
-    pre, note = bench.perf_prefix(tcg, tmp_path)
+    pre, note = boot.perf_prefix(tcg, tmp_path)
     assert "kvm" not in pre and note == {"kvm_stat": "not a KVM run"}
     monkeypatch.setenv("QRWB_PERF", "0")
-    assert bench.perf_prefix(kvm, tmp_path) == ([], {"stat": "off (QRWB_PERF=0)"})
+    assert boot.perf_prefix(kvm, tmp_path) == ([], {"stat": "off (QRWB_PERF=0)"})
 
 
 @pytest.mark.guest
@@ -87,12 +87,12 @@ def test_perf_stat_of_a_real_guest_boot_is_stored_and_reported(tmp_path, monkeyp
     from conftest import kernel_dir
     from qrwbench.results import store
     from qrwbench.report import report
-    from qrwbench.run import bench
+    from qrwbench.run import boot
     kernel_dir("x86_64", "acqrel")
     monkeypatch.delenv("QRWB_PERF", raising=False)      # on by default
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
-    st = bench.boot_one(c, 1, tmp_path / "run", 60, 256, {"usable": False, "reason": "t", "booted": False})
+    st = boot.boot_one(c, 1, tmp_path / "run", 60, 256, {"usable": False, "reason": "t", "booted": False})
     assert st["status"] == "ok", st
     counts = json.loads((tmp_path / "run" / "status.json").read_text())["perf"]
     assert counts["stat"]["task-clock"]["value"] > 0 and "cycles" in counts["stat"]

@@ -73,11 +73,11 @@ def test_pins_the_vcpu_threads_of_a_real_qemu():
 def test_pinned_guest_boot_is_recorded(tmp_path):
     from conftest import kernel_dir
     from qrwbench.results import store
-    from qrwbench.run import bench
+    from qrwbench.run import boot
     kernel_dir("x86_64", "acqrel")
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
-    st = bench.boot_one(c, 1, tmp_path / "run", 60, 256,
+    st = boot.boot_one(c, 1, tmp_path / "run", 60, 256,
                         {"usable": False, "reason": "t", "booted": False}, pin=True)
     assert st["status"] == "ok", st
     assert st["pinning"]["pinned"] and len(st["pinning"]["threads"]) == 2
@@ -88,9 +88,9 @@ def test_pinned_guest_boot_is_recorded(tmp_path):
 
 def test_pinned_and_unpinned_boots_are_different_runs():
     from qrwbench import matrix
-    from qrwbench.run import bench
+    from qrwbench.run import boot
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2, ())
     b = matrix.Boot(c, 0, 7)
     rig = {"rig_commit": "a" * 40, "rig_diff_sha256": ""}
-    assert bench.run_id(b, rig, "") == bench.run_id(b, rig, "", False)
-    assert bench.run_id(b, rig, "", True) != bench.run_id(b, rig, "")
+    assert boot.run_id(b, rig, "") == boot.run_id(b, rig, "", False)
+    assert boot.run_id(b, rig, "", True) != boot.run_id(b, rig, "")

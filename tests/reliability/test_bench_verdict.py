@@ -1,4 +1,4 @@
-"""`make bench` calls a run ok under the store's import rules (store.judge_run):
+"""`make bench` calls a run ok under the store's import rules (rundir.judge_run):
 a guest that finished but lacks the kernel's atomic64 selftest pass line, or
 reports other CPUs than asked for, is a failed boot, not data."""
 import shlex
@@ -8,7 +8,7 @@ import pytest
 
 import synth
 from conftest import kernel_dir
-from qrwbench.run import bench, qemu
+from qrwbench.run import boot, qemu
 from qrwbench.cell import Cell
 
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
@@ -16,7 +16,7 @@ SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]
 
 
 def boot_with_console(tmp_path, monkeypatch, boot_lines, vcpus=2):
-    """bench.boot_one with QEMU replaced by a guest that printed ``boot_lines``
+    """boot.boot_one with QEMU replaced by a guest that printed ``boot_lines``
     and a complete, valid record stream for a 2-CPU x86_64 acqrel atomics run."""
     kernel_dir("x86_64", "acqrel")
     recs = [synth.begin(threads=2)] + synth.results(rng=np.random.default_rng(0), reps=2)
@@ -29,7 +29,7 @@ def boot_with_console(tmp_path, monkeypatch, boot_lines, vcpus=2):
     monkeypatch.setattr(qemu, "boot", fake_boot)
     monkeypatch.setenv("QRWB_PERF", "0")
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, ())
-    return bench.boot_one(c, 1, tmp_path / "run", 60, 256, NO_KVM)
+    return boot.boot_one(c, 1, tmp_path / "run", 60, 256, NO_KVM)
 
 
 def test_complete_run_with_the_selftest_line_is_ok(tmp_path, monkeypatch):

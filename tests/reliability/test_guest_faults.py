@@ -3,7 +3,7 @@
 import pytest
 
 from conftest import TOP, kernel_dir
-from qrwbench.results import faults, store
+from qrwbench.results import faults, rundir
 from qrwbench.run import qemu
 
 pytestmark = pytest.mark.guest
@@ -19,6 +19,6 @@ def test_guest_panic_is_a_failed_run_with_the_offending_line(tmp_path):
     console = (tmp_path / "console.log").read_bytes()
     found = faults.scan(console)
     assert any("Kernel panic" in line for line in found), found
-    why, _ = store.judge_run(prov, st, console)     # what `make bench` and the import apply
+    why, _ = rundir.judge_run(prov, st, console)     # what `make bench` and the import apply
     assert why.startswith("guest fault: ") and "panic" in why.lower()
     assert not st["timed_out"], "panic=-1 must reboot the guest, and -no-reboot end QEMU"

@@ -17,16 +17,16 @@ from qrwbench.errors import QrwbenchError
 from qrwbench.report import nested as report_nested
 from qrwbench.report import report
 from qrwbench.results import store
-from qrwbench.run import bench, kvm, nested
+from qrwbench.run import boot, kvm, nested
 
 
 def test_l2_command_is_the_one_make_bench_accel_kvm_builds(monkeypatch):
     cell = nested.parse_cells("arm64", ["arm64/kvm/host/full/rwlock:write_pct=50,reps=2/2"])[0]
     calls = []
-    real = bench.qemu_cmd
-    monkeypatch.setattr(bench, "qemu_cmd", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
+    real = boot.qemu_cmd
+    monkeypatch.setattr(boot, "qemu_cmd", lambda *a, **k: calls.append((a, k)) or real(*a, **k))
     cmd = nested.l2_command(cell, 7)
-    assert calls and calls[0][0][0] == cell, "the L2 command must come from bench.qemu_cmd"
+    assert calls and calls[0][0][0] == cell, "the L2 command must come from boot.qemu_cmd"
     assert cmd == real(cell, 7, nested.L2_MEM_MB, "/l2/arm64-full.img", "/l2/arm64-full.cpio",
                        binary="/usr/bin/qemu-system-aarch64")
     assert cmd[cmd.index("-accel") + 1] == "kvm" and cmd[cmd.index("-cpu") + 1] == "host"

@@ -113,3 +113,59 @@ def test_the_check_resolves_relative_imports(tmp_path, monkeypatch):
                    (4, "qrwbench.run.bench"), (5, "qrwbench.run.qemu.command")]
     assert [target_part(m) for _, m in got] == [None, "analysis", "run", "run"]
     assert target_part("qrwbench.run") == "run"           # from .. import run
+
+
+def module_of(dotted: str, modules: set) -> str | None:
+    """The package module a dotted import name lands in (``from . import a``
+    names module a; ``from .a import f`` names a's f: module a)."""
+    while dotted and dotted not in modules:
+        dotted = dotted.rpartition(".")[0]
+    return dotted or None
+
+
+def import_cycles() -> list[list[str]]:
+    """Groups of modules that import each other, directly or round about
+    (strongly connected components of the import graph, function-level
+    imports too; a package's __init__ does not count as its modules')."""
+    files = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        parts = p.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(("qrwbench",) + (parts[:-1] if parts[-1] == "__init__" else parts))
+        files[name] = p
+    mods = set(files)
+    graph = {m: sorted({module_of(d, mods) for _, d in imported(p)} - {m, "qrwbench", None})
+             for m, p in files.items()}
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):                       # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """make bench's loop, its executors and one boot are separate modules
+    (run/bench.py, executor.py, bench_remote.py, boot.py) that import one
+    way: none needs a function-level import to break a cycle."""
+    assert import_cycles() == []

@@ -11,7 +11,7 @@ import pytest
 from conftest import TOP
 from qrwbench import cli, outputs
 from qrwbench.results import store
-from qrwbench.run import bench
+from qrwbench.run import boot
 from qrwbench.errors import QrwbenchError
 
 import synth
@@ -146,7 +146,7 @@ def test_audit_and_torture_refuse_a_foreign_out_before_any_work(tmp_path, capsys
     m = tmp_path / "t.toml"
     m.write_text("[run]\nboots = 1\n[[target]]\narch = \"x86_64\"\naccel = \"tcg\"\n"
                  "[[workload]]\nname = \"rwlock\"\nvariants = [\"acqrel\"]\nvcpus = [1]\n")
-    monkeypatch.setattr(bench, "kernel_paths", lambda a, v: None)   # kernels need not be built
+    monkeypatch.setattr(boot, "kernel_paths", lambda a, v: None)   # kernels need not be built
     assert cli.main(["torture", "--matrix", str(m), "--out", str(d)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("qrwbench: error: ") and "not a qrwbench torture directory" in err
@@ -159,7 +159,7 @@ def test_a_run_directory_is_replaced_only_when_it_is_a_run(tmp_path):
     cell = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1, ())
     fake = (tmp_path / "vmlinux", tmp_path / "initrd", tmp_path, tmp_path)
     with pytest.raises(QrwbenchError, match="not a qrwbench run directory"):
-        bench.boot_one(cell, 1, d, 5, 256, bench.NOT_ASKED, kernel=fake)
+        boot.boot_one(cell, 1, d, 5, 256, boot.NOT_ASKED, kernel=fake)
     assert snapshot(d) == before
     # an earlier run of the rig there (marker, or the files of an old run) is replaced
     old = tmp_path / "run-y"

@@ -9,7 +9,7 @@ from scipy import stats as sps
 from conftest import kernel_dir
 from qrwbench.results import store
 from qrwbench.analysis import stats
-from qrwbench.run import bench
+from qrwbench.run import boot
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
@@ -22,7 +22,7 @@ def boot_samples(tmp_path, name, seed, vcpus=2, **params):
     kernel_dir("x86_64", "acqrel")
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, tuple(sorted(params.items())))
     d = tmp_path / name
-    st = bench.boot_one(c, seed, d, 120, 256, NO_KVM)
+    st = boot.boot_one(c, seed, d, 120, 256, NO_KVM)
     assert st["status"] == "ok", st
     db = tmp_path / "results.sqlite"
     res = store.import_run(db, d)

@@ -6,7 +6,7 @@ from conftest import kernel_dir
 from qrwbench import vocab
 from qrwbench.results import records
 from qrwbench.report import litmus
-from qrwbench.run import bench, torture
+from qrwbench.run import boot, torture
 
 import synth
 
@@ -107,7 +107,7 @@ def test_one_vcpu_is_refused_by_the_module(tmp_path):
     kernel_dir("x86_64", "acqrel")
     c = litmus.cell("x86_64", "tcg", "max", iters=10)
     c = c.replace(vcpus=1)
-    bench.boot_one(c, 1, tmp_path / "r", 300, 256, {"usable": False, "reason": "t", "booted": False})
+    boot.boot_one(c, 1, tmp_path / "r", 300, 256, {"usable": False, "reason": "t", "booted": False})
     p = records.parse_console((tmp_path / "r" / "console.log").read_bytes())
     assert not p.ok
     assert "workload=litmus needs two CPUs, the guest has 1 online" in p.reason, p.reason

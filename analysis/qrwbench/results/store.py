@@ -10,9 +10,9 @@ The schema is versioned (table ``schema_version``) and upgraded by the ordered
 ``MIGRATIONS``; a database written by a newer qrwbench is refused with a clear
 error before anything is written.
 
-:func:`import_run` reads one run directory (docs/runs.md). A run whose launcher
-status is failed, whose console does not parse (:mod:`qrwbench.results.records`), shows
-a fault (:mod:`qrwbench.results.faults`), or lacks the atomic64 selftest pass line is
+:func:`import_run` reads one run directory (docs/runs.md) and judges it
+(:mod:`qrwbench.results.rundir`: a launcher failure, a console that does not
+parse, a fault, no atomic64 selftest pass line); a run judged failed is
 stored in ``runs`` as failed, with its reason and no samples. Importing an ok
 ``run_id`` again adds nothing; a ``run_id`` stored as failed is replaced by a
 later import of it (a retried boot keeps its run id).
@@ -23,19 +23,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 from .. import gitutil, vocab
-from ..cell import canonical_json
-from ..errors import QrwbenchError, one_line
-from . import faults, records
+from ..errors import QrwbenchError
+from . import rows, rundir
 
 DEFAULT_DB = str(vocab.TOP / "results" / "qrwbench.sqlite")     # whatever the working directory
 SCHEMA_VERSION = 5
-MAX_META_BYTES = 1 << 20   # provenance.json / status.json
 
 # The host of make kvm-nested's runs (run/nested.py): guests under KVM inside
 # a TCG guest, emulation twice over. The host is a blocking factor of every
@@ -245,8 +242,6 @@ def _conn(db):
 
 # --------------------------------------------------------------- run files
 
-_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,199}\Z")
-
 
 @dataclass
 class ImportResult:
@@ -262,214 +257,6 @@ class ImportResult:
                 "imported" if self.added else "already imported")
         return f"{self.run_id}: {what}, {self.status} ({self.samples} samples)" + (
             "" if self.status == "ok" else f": {self.reason}")
-
-
-def _read_json(path: Path, what: str) -> dict:
-    try:
-        size = path.stat().st_size
-        if size > MAX_META_BYTES:
-            raise QrwbenchError(f"{path}: {size} bytes, limit {MAX_META_BYTES}")
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except QrwbenchError:
-        raise
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise QrwbenchError(f"{path}: cannot read {what}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(obj, dict):
-        raise QrwbenchError(f"{path}: {what} is not a JSON object")
-    return obj
-
-
-def _want(obj: dict, key: str, types, where: str, required=True):
-    if key not in obj or obj[key] is None:
-        if required:
-            raise QrwbenchError(f"{where} lacks {key!r}")
-        return None
-    value = obj[key]
-    if type(value) not in types:
-        raise QrwbenchError(f"{where}: {key!r} is {type(value).__name__}, expected "
-                            f"{'/'.join(t.__name__ for t in types)}")
-    return value
-
-
-def is_run_dir(path) -> bool:
-    return Path(path, "provenance.json").is_file()
-
-
-def read_run_dir(run_dir) -> tuple[dict, dict, bytes | None]:
-    """(provenance, status, console bytes or None), validated; QrwbenchError if not a run."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise QrwbenchError(f"{run_dir} is not a run directory (no such directory)")
-    if not (run_dir / "provenance.json").is_file():
-        raise QrwbenchError(f"{run_dir} is not a run directory (no provenance.json)")
-    if not (run_dir / "status.json").is_file():
-        raise QrwbenchError(f"{run_dir} is an interrupted run (no status.json); "
-                            "not imported")
-    prov = _read_json(run_dir / "provenance.json", "provenance")
-    status = _read_json(run_dir / "status.json", "status")
-    where = f"{run_dir}/provenance.json"
-    run_id = _want(prov, "run_id", (str,), where)
-    if not _RUN_ID_RE.match(run_id):
-        raise QrwbenchError(f"{where}: run_id {run_id[:60]!r} has unsafe characters")
-    cell = _want(prov, "cell", (dict,), where)
-    for key in ("arch", "accel", "cpu_model", "kernel_variant", "workload"):
-        _want(cell, key, (str,), f"{where} cell")
-    vcpus = _want(cell, "vcpus", (int,), f"{where} cell")
-    if not 1 <= vcpus <= 4096:
-        raise QrwbenchError(f"{where} cell: vcpus {str(vcpus)[:30]} is not in 1..4096")
-    _want(cell, "params", (dict,), f"{where} cell", required=False)
-    st = _want(status, "status", (str,), f"{run_dir}/status.json")
-    if st not in ("ok", "failed"):
-        raise QrwbenchError(f"{run_dir}/status.json: status {st!r} is not ok/failed")
-    _want(status, "reason", (str,), f"{run_dir}/status.json", required=False)
-    console_path = run_dir / "console.log"
-    console = None
-    if console_path.is_file():
-        try:
-            with console_path.open("rb") as fh:
-                console = fh.read(records.MAX_CONSOLE_BYTES + 1)
-        except OSError as exc:
-            raise QrwbenchError(f"{console_path}: {exc.strerror}") from None
-    return prov, status, console
-
-
-def judge_run(prov: dict, status: dict, console: bytes | None):
-    """(reason or None when ok, ParsedRun or None) for one run's files."""
-    parsed = records.parse_console(console) if console is not None else None
-    if status.get("status") != "ok":
-        why = status.get("reason") or "no reason given"
-        if parsed and parsed.faults:
-            why += f"; console: {parsed.faults[0]}"
-        return one_line(f"launcher: {why}"), parsed
-    if parsed is None:
-        return "no console.log", None
-    if not parsed.ok:
-        return parsed.reason, parsed
-    if not faults.selftest_passed(console):
-        return "the kernel's atomic64 selftest pass line (atomic64_test: passed) " \
-               "is not on the console", parsed
-    cell, begin = prov["cell"], parsed.begin
-    for key in ("arch", "workload", "kernel_variant"):
-        if begin[key] != cell[key]:
-            return (f"begin record says {key} {begin[key]!r}, provenance cell says "
-                    f"{cell[key]!r}"), parsed
-    if begin["online_cpus"] != cell["vcpus"]:
-        return (f"guest had {begin['online_cpus']} CPUs online, provenance cell "
-                f"asks for {cell['vcpus']} vCPUs"), parsed
-    return None, parsed
-
-
-# Matrix parameters that do not define what is measured: runs that differ only in
-# them measure the same cell and are pooled (placement and copies select what
-# a boot measures; each sample names its own placement and copy).
-NON_CELL_PARAMS = ("reps", "seed", "placement", "copies")
-
-
-def _sample_row(run_id: str, cell: dict, begin: dict, rec: dict) -> dict:
-    params = {k: v for k, v in (cell.get("params") or {}).items()
-              if k not in NON_CELL_PARAMS}
-    if rec["workload"] == "rwlock":
-        params.update({k: rec[k] for k in records.RWLOCK_PARAMS})
-    params["threads"] = rec["threads"]
-    rw = rec["workload"] == "rwlock"
-    return {
-        "run_id": run_id, "arch": cell["arch"], "accel": cell["accel"],
-        "cpu_model": cell["cpu_model"], "vcpus": cell["vcpus"],
-        "workload": rec["workload"], "impl": rec["impl"], "op": rec["op"],
-        "variant": rec["variant"], "copy": rec["copy"], "placement": rec["placement"],
-        "params": canonical_json(params), "kernel_variant": begin["kernel_variant"],
-        "threads": rec["threads"], "write_pct": rec.get("write_pct"),
-        "rep": rec["rep"], "ord": rec["order"], "ns": rec["ns"], "ops": rec["ops"],
-        "throughput": rec["ops"] * 1e9 / rec["ns"],
-        "reads": rec.get("reads"), "writes": rec.get("writes"),
-        "per_thread_ops": json.dumps(rec["per_thread_ops"]),
-        "per_thread_reads": json.dumps(rec["per_thread_reads"]) if rw else None,
-        "per_thread_writes": json.dumps(rec["per_thread_writes"]) if rw else None,
-        "overhead_ps": rec["overhead_ps"], "batch": rec["batch"],
-        "violations": rec.get("violations"), "cycles": rec.get("cycles"),
-        "instructions": rec.get("instructions"),
-    }
-
-
-def _text(v):
-    return None if v is None else one_line(v, 2000) if not isinstance(v, str) else v
-
-
-def _run_row(prov: dict, status: dict, state: str, reason: str, parsed) -> dict:
-    cell = prov["cell"]
-    kvm = prov.get("kvm_probe") if isinstance(prov.get("kvm_probe"), dict) else {}
-
-    def flag(v):
-        return None if v is None else int(bool(v))
-
-    def num(v):
-        return v if type(v) is int and -records.INT64_MAX <= v <= records.INT64_MAX else None
-
-    return {
-        "run_id": prov["run_id"], "status": state, "reason": reason,
-        "arch": cell["arch"], "accel": cell["accel"], "cpu_model": cell["cpu_model"],
-        "vcpus": cell["vcpus"], "kernel_variant": cell["kernel_variant"],
-        "workload": cell["workload"], "cell_params": canonical_json(cell.get("params") or {}),
-        "rig_commit": _text(prov.get("rig_commit")), "rig_dirty": flag(prov.get("rig_dirty")),
-        "rig_diff_sha256": _text(prov.get("rig_diff_sha256")),
-        "kernel_src": _text(prov.get("kernel_src")),
-        "kernel_tree_commit": _text(prov.get("kernel_tree_commit")),
-        "kernel_tree_subject": _text(prov.get("kernel_tree_subject")),
-        "kernel_release": _text(prov.get("kernel_release")),
-        "config_sha256": _text(prov.get("config_sha256")),
-        "compiler": _text(prov.get("compiler")),
-        "qemu_version": _text(prov.get("qemu_version")),
-        "qemu_cmd": _text(prov.get("qemu_cmd")),
-        "kvm_usable": flag(kvm.get("usable")), "kvm_reason": _text(kvm.get("reason")),
-        "host_cpu_model": _text(prov.get("host_cpu_model")),
-        "host_cpus": num(prov.get("host_cpus")),
-        "overcommitted": flag(prov.get("overcommitted")),
-        "seed": None if prov.get("seed") is None else str(prov.get("seed")),
-        "started_at": _text(prov.get("started_at")),
-        "finished_at": _text(prov.get("finished_at")),
-        "refused_reason": parsed.refused_reason if parsed else None,
-        "faults": json.dumps(parsed.faults if parsed else []),
-        "provenance": canonical_json(prov), "status_json": canonical_json(status),
-        "begin_json": canonical_json(parsed.begin) if parsed and parsed.begin else None,
-        "pinned": (None if not isinstance(status.get("pinning"), dict)
-                   else flag(status["pinning"].get("pinned"))),
-        "host": _text(prov.get("host")),
-    }
-
-
-def _finite(v):
-    """A finite float of an int or float, else None (10**400 does not fit)."""
-    if type(v) not in (int, float):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _perf_rows(run_id: str, perf) -> list[dict]:
-    """run_perf rows from status.json's "perf" (bench.collect_perf); what does
-    not have the expected shape is left out (status.json is the rig's own
-    file, but an old or hand-edited one must not break an import)."""
-    rows = []
-    if not isinstance(perf, dict):
-        return rows
-    stat = perf.get("stat")
-    for event, c in (stat.items() if isinstance(stat, dict) else ()):
-        if isinstance(c, dict) and isinstance(event, str):
-            v = c.get("value")
-            rows.append({"run_id": run_id, "tool": "stat", "event": event,
-                         "value": _finite(v),
-                         "unit": _text(c.get("unit")) or "", "supported": int(bool(c.get("supported")))})
-    kvm = perf.get("kvm_stat")
-    exits = kvm.get("exits") if isinstance(kvm, dict) else None
-    for reason, e in (exits.items() if isinstance(exits, dict) else ()):
-        if isinstance(e, dict) and isinstance(e.get("samples"), int):
-            if _finite(e["samples"]) is not None:
-                rows.append({"run_id": run_id, "tool": "kvm-stat", "event": str(reason)[:200],
-                             "value": _finite(e["samples"]), "unit": "exits", "supported": 1})
-    return rows
 
 
 def load_perf(conn, run_ids=None) -> list[dict]:
@@ -525,13 +312,13 @@ def import_run(db, run_dir) -> ImportResult:
     in the same transaction. Raises :class:`QrwbenchError`, writing nothing,
     when ``run_dir`` is not a (complete) run directory.
     """
-    prov, status, console = read_run_dir(run_dir)
-    reason, parsed = judge_run(prov, status, console)
+    prov, status, console = rundir.read_run_dir(run_dir)
+    reason, parsed = rundir.judge_run(prov, status, console)
     state = "failed" if reason else "ok"
-    rows = []
+    samples = []
     if state == "ok":
-        rows = [_sample_row(prov["run_id"], prov["cell"], parsed.begin, rec)
-                for rec in parsed.results]
+        samples = [rows.sample_row(prov["run_id"], prov["cell"], parsed.begin, rec)
+                   for rec in parsed.results]
     conn, owned = _conn(db)
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -546,10 +333,10 @@ def import_run(db, run_dir) -> ImportResult:
             if old is not None:         # a failed attempt: the new one replaces it
                 conn.execute("DELETE FROM runs WHERE run_id = ?", (prov["run_id"],))
                 replaced = True
-            _insert(conn, "runs", _run_row(prov, status, state, reason or "ok", parsed))
-            for row in rows:
+            _insert(conn, "runs", rows.run_row(prov, status, state, reason or "ok", parsed))
+            for row in samples:
                 _insert(conn, "samples", row)
-            for row in _perf_rows(prov["run_id"], status.get("perf")):
+            for row in rows.perf_rows(prov["run_id"], status.get("perf")):
                 _insert(conn, "run_perf", row)
             conn.execute("COMMIT")
         except BaseException:
@@ -560,43 +347,15 @@ def import_run(db, run_dir) -> ImportResult:
     finally:
         if owned:
             conn.close()
-    return ImportResult(prov["run_id"], state, reason or "ok", True, len(rows), replaced)
-
-
-def plan_imports(paths) -> tuple[list[Path], list[str]]:
-    """Run directories named by ``paths`` (each a run directory or a directory of
-    them), and notes about the runs skipped inside a directory (interrupted: no
-    status.json; unreadable metadata). Raises QrwbenchError for a path that is
-    neither, or a named run directory that cannot be imported, before anything
-    is opened or written."""
-    plan, notes = [], []
-    for path in map(Path, paths):
-        if is_run_dir(path):
-            read_run_dir(path)          # raises for an interrupted or broken run
-            plan.append(path)
-            continue
-        if not path.is_dir():
-            raise QrwbenchError(f"{path} is not a run directory (no such directory)")
-        children = sorted(p for p in path.iterdir() if p.is_dir() and is_run_dir(p))
-        if not children:
-            raise QrwbenchError(f"{path} is not a run directory (no provenance.json) "
-                                "and holds none")
-        for child in children:
-            try:
-                read_run_dir(child)
-            except QrwbenchError as exc:
-                notes.append(f"skipped: {exc}")
-                continue
-            plan.append(child)
-    return plan, notes
+    return ImportResult(prov["run_id"], state, reason or "ok", True, len(samples), replaced)
 
 
 def import_path(db, path) -> tuple[list[ImportResult], list[str]]:
     """Import a run directory, or every complete run directory directly under ``path``.
 
-    Returns (results, notes); skipped runs (see :func:`plan_imports`) become notes.
+    Returns (results, notes); skipped runs (see :func:`rundir.plan_imports`) become notes.
     """
-    plan, notes = plan_imports([path])
+    plan, notes = rundir.plan_imports([path])
     conn, owned = _conn(db)
     try:
         return [import_run(conn, run_dir) for run_dir in plan], notes

@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import vocab
 from ..analysis import codeid
 from ..build import audit as ordering
-from . import bench, emuaudit, qemu
+from . import boot, emuaudit, qemu
 
 AUDIT = vocab.BUILD / "audit"
 EMULATOR = vocab.BUILD / "emulator"
@@ -94,7 +94,7 @@ def ensure_emulator(targets: set, log=print) -> Path | None:
     if not targets:
         return None
     for a in sorted({a for a, _, _ in targets}):
-        bench.kernel_paths(a, "acqrel")
+        boot.kernel_paths(a, "acqrel")
     archs = [a for a in sorted(vocab.ARCHES) if _acqrel_built(a)]
     inputs = {"kernels": kernels_inputs([vocab.kernel_dir(a, "acqrel") for a in archs]),
               "qemu": {a: qemu.qemu_version(qemu.qemu_binary(a)) for a in archs}}

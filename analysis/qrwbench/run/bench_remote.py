@@ -1,6 +1,7 @@
-"""`make bench HOSTS=...`: the boots of a round as GNU parallel jobs on other
-hosts (remote.py), and each finished job back into a run directory and the
-store, as a local boot would be (bench.boot_one)."""
+"""`make bench HOSTS=...`: the executor that runs a bench's boots on other
+hosts (:class:`Remote`, executor.py's interface). The boots of a batch run
+as GNU parallel jobs (remote.py), and each finished job comes back into a
+run directory and the store, as a local boot would (boot.boot_one)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +15,8 @@ from .. import matrix, outputs, vocab
 from ..vocab import InputError
 from ..cell import Cell
 from ..results import store
-from . import provenance, qemu, remote
+from . import boot, provenance, qemu, remote
+from .executor import Batch, Job, Progress
 
 TSC_PLACEHOLDER = "@QRWB_TSC_KHZ@"
 
@@ -38,10 +40,10 @@ class Hosts:
         self.sent: set[tuple[str, str]] = set()
 
     def able(self, cell: Cell) -> list[remote.Host]:
-        return [h for h in self.hosts if not h.can_run(cell.arch, cell.accel)]
+        return [h for h in self.hosts if not h.why_not_runnable(cell.arch, cell.accel)]
 
     def why_not(self, cell: Cell) -> str:
-        return "; ".join(h.can_run(cell.arch, cell.accel) for h in self.hosts)
+        return "; ".join(h.why_not_runnable(cell.arch, cell.accel) for h in self.hosts)
 
     def blob(self, path: Path) -> str:
         """The remote path of ``path`` (content addressed); sent by :meth:`send`."""
@@ -75,11 +77,10 @@ class Hosts:
 def job_for(hosts: Hosts, cell: Cell, seed: int, rid: str, timeout_s: int,
             mem_mb: int, kernel: tuple) -> tuple[str, list[str]]:
     """(job script, QEMU argv with the TSC placeholder) of one remote boot."""
-    from .bench import append_for
     image, initrd = kernel[0], kernel[1]
     a = vocab.ARCHES[cell.arch]
     argv = qemu.command(cell.arch, cell.accel, cell.cpu, cell.vcpus, mem_mb,
-                        hosts.blob(image), hosts.blob(initrd), append_for(cell, seed),
+                        hosts.blob(image), hosts.blob(initrd), boot.append_for(cell, seed),
                         binary=a.qemu, tsc_khz=TSC_PLACEHOLDER)
     argv += ["-name", f"guest=qrwbench:{rid}"]
     script = remote.job_script(argv, timeout_s)
@@ -125,40 +126,39 @@ def finish(d: remote.Done, rid: str, rdir: Path, prov: dict, host: remote.Host |
     elif d.exitval != 0:
         status.update(status="failed", reason=f"QEMU exited with status {d.exitval} on {d.host}"
                       + (f": {err.splitlines()[-1]}" if err else ""))
-    from .bench import judge_and_write
-    status = judge_and_write(rdir, prov, status)
+    status = boot.judge_and_write(rdir, prov, status)
     store.import_run(conn, rdir)
     return status
 
 
-def run_boots(hosts: Hosts, todo: list[tuple], m: matrix.Matrix, runs: Path, conn,
-              rig: dict, progress) -> None:
-    """Run ``todo`` ([(boot, run id, tag)]) on the hosts able to; for each
-    finished job ``progress(boot, run id, status)``. Boots no host can run
-    are reported as failed without a job."""
-    from .bench import cell_provenance, kernel_paths
-    groups: dict[tuple, list] = {}
-    for b, rid, tag in todo:
-        able = tuple(h.name for h in hosts.able(b.cell))
-        groups.setdefault(able, []).append((b, rid, tag))
+def run_boots(hosts: Hosts, todo: list[Job], m: matrix.Matrix, runs: Path, conn,
+              rig: dict, on_done) -> None:
+    """Run ``todo`` on the hosts able to; for each finished job
+    ``on_done(job, status)``. Boots no host can run are reported as failed
+    without a job."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in todo:
+        able = tuple(h.name for h in hosts.able(job.boot.cell))
+        groups.setdefault(able, []).append(job)
     for able, items in groups.items():
         if not able:
-            for b, rid, _ in items:
-                progress(b, rid, {"status": "failed",
-                                  "reason": f"no host can run it: {hosts.why_not(b.cell)}"})
+            for job in items:
+                on_done(job, {"status": "failed",
+                              "reason": f"no host can run it: {hosts.why_not(job.boot.cell)}"})
             continue
         batch_hosts = [h for h in hosts.hosts if h.name in able]
         jobs, meta = {}, {}
-        for b, rid, tag in items:
-            kernel = kernel_paths(b.cell.arch, b.cell.variant)
-            script, argv = job_for(hosts, b.cell, b.seed, rid, m.timeout_s, m.mem_mb, kernel)
+        for job in items:
+            b = job.boot
+            kernel = boot.kernel_paths(b.cell.arch, b.cell.variant)
+            script, argv = job_for(hosts, b.cell, b.seed, job.run_id, m.timeout_s, m.mem_mb, kernel)
             c = b.cell
-            prov = {"run_id": rid, "cell": cell_provenance(c),
+            prov = {"run_id": job.run_id, "cell": boot.cell_provenance(c),
                     **rig, **provenance.kernel_state(kernel[2], kernel[3]),
                     "qemu_binary": argv[0], "accel": c.accel, "cpu_model": c.cpu,
                     "seed": b.seed, "pin_plan": None}
-            jobs[rid] = script
-            meta[rid] = (b, prov, argv, script)
+            jobs[job.run_id] = script
+            meta[job.run_id] = (job, prov, argv, script)
         key = hashlib.sha256("".join(sorted(jobs)).encode()).hexdigest()[:12]
         workdir = runs / ".remote" / key
         outputs.fresh_dir(workdir, "remote-batch")
@@ -166,12 +166,63 @@ def run_boots(hosts: Hosts, todo: list[tuple], m: matrix.Matrix, runs: Path, con
         by_name = {h.name: h for h in hosts.hosts}
 
         def done(d: remote.Done):
-            b, prov, argv, script = meta[d.job]
-            st = finish(d, d.job, runs / d.job, prov, by_name.get(d.host), argv, script, conn)
-            progress(b, d.job, st)
+            job, prov, argv, script = meta[d.job]
+            st = finish(d, d.job, job.run_dir, prov, by_name.get(d.host), argv, script, conn)
+            on_done(job, st)
 
         left = remote.run_batch(batch_hosts, jobs, workdir, done)
         why = ("GNU parallel ended before it" if batch_hosts else
                "no host could take it: " + "; ".join(h.reason for h in hosts.hosts if not h.ok))
         for rid in left:
-            progress(meta[rid][0], rid, {"status": "failed", "reason": f"not run: {why}"})
+            on_done(meta[rid][0], {"status": "failed", "reason": f"not run: {why}"})
+
+
+class Remote:
+    """Boots on the ssh hosts ``names``, a batch at a time as GNU parallel
+    jobs, one job slot per host; each boot is announced as it finishes. A
+    round runs whole, so the time budget is checked before it, against the
+    mean boot of the bench so far."""
+
+    def __init__(self, names: list[str], log=print):
+        self.names, self.log = names, log
+        self.m: matrix.Matrix | None = None
+        self.hosts: Hosts | None = None
+
+    def prepare(self, m: matrix.Matrix) -> dict:
+        """Every host probed (the unreachable left out, with why); KVM per
+        arch is usable when a host has it (the others run only TCG cells)."""
+        if m.pin:
+            raise InputError("pin = true pins vCPUs on this host: not with HOSTS")
+        self.m, self.hosts = m, Hosts(self.names, self.log)
+        verdicts = {}
+        for arch in {t["arch"] for t in m.targets if t["accel"] == "kvm"}:
+            why = [h.why_not_runnable(arch, "kvm") for h in self.hosts.hosts]
+            verdicts[arch] = {"usable": "" in why, "booted": False,
+                              "reason": "; ".join(w for w in why if w) or "usable"}
+        return verdicts
+
+    @property
+    def width(self) -> int:
+        return len([h for h in self.hosts.hosts if h.ok])
+
+    def run(self, batch: Batch, progress: Progress) -> list:
+        per_boot_s = batch.planned_at_s / max(1, progress.measured + progress.skipped)
+        if batch.round and progress.over_budget(per_boot_s):
+            return list(batch.boots)
+        todo = [job for b in batch.boots if (job := progress.claim(b)) is not None]
+        if not todo:
+            return []
+        print(f"{batch.name}: {len(todo)} boots on {len(self.hosts.hosts)} hosts "
+              f"(GNU parallel; its log: {progress.runs / '.remote'})", flush=True)
+        before = progress.measured
+
+        def finished(job: Job, st: dict) -> None:
+            progress.record(job, st)
+            n = progress.measured - before         # the n-th of the batch to end
+            b = job.boot
+            print(f"{batch.name} [{n}/{len(todo)}]{progress.eta(len(todo) - n)} {b.cell.label()} "
+                  f"boot {b.index + 1} on {st.get('host', '-')}: {st['status']} "
+                  f"(console: {job.run_dir / 'console.log'})", flush=True)
+
+        run_boots(self.hosts, todo, self.m, progress.runs, progress.conn, progress.rig, finished)
+        return []

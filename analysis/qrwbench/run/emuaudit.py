@@ -37,7 +37,7 @@ from pathlib import Path
 from .. import outputs, vocab
 from ..vocab import InputError
 from ..build.elfmini import Elf
-from . import bench, qemu
+from . import boot, qemu
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
@@ -226,7 +226,7 @@ WORKLOADS = {
 def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
                 extra: dict | None = None) -> tuple[str, str]:
     """Boot one guest with QEMU's translation log; (console, log text)."""
-    image, initrd, kdir, _src = bench.kernel_paths(arch, variant)
+    image, initrd, kdir, _src = boot.kernel_paths(arch, variant)
     params = {"workload": workload, "seed": 1, **WORKLOADS[workload], **(extra or {})}
     append = " ".join(f"qrwbench.{k}={v}" for k, v in params.items())
     cmd = qemu.command(arch, "tcg", cpu, vcpus, 256, image, initrd, append)
@@ -301,7 +301,7 @@ def run(a) -> int:
     if not vcpus or not all(1 <= v <= 8 for v in vcpus):
         raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
     for arch in vocab.ARCHES:
-        bench.kernel_paths(arch, "acqrel")         # before any boot
+        boot.kernel_paths(arch, "acqrel")         # before any boot
     out, text = write(a.out, vcpus)
     print(text)
     print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")

@@ -253,7 +253,7 @@ class BuildError(QrwbenchError):
 # ------------------------------------------------------------------ boots
 
 def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
-    """(image, initrd, build dir, source tree) of wd, for bench.boot_one(kernel=...)."""
+    """(image, initrd, build dir, source tree) of wd, for boot.boot_one(kernel=...)."""
     image = wd.obj / vocab.ARCHES[arch].image
     if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
         raise QrwbenchError(f"kernel in {wd.obj} is not built")
@@ -281,7 +281,7 @@ def measure(conn, wd: Workdir, cell: Cell, sha: str, boots: int, *, runs_root: P
             timeout_s: int = 180, mem_mb: int = 256, log=print) -> list[str]:
     """Boot ``boots`` guests of ``cell`` on wd's kernel, import them; ok run ids."""
     from ..results import store
-    from . import bench, provenance
+    from . import boot, provenance
     rig = provenance.rig_state()
     ok = []
     kernel = built_kernel(wd, cell.arch)
@@ -290,7 +290,7 @@ def measure(conn, wd: Workdir, cell: Cell, sha: str, boots: int, *, runs_root: P
         h = hashlib.sha256(json.dumps([cell.key(), sha, rig["rig_commit"], nonce]).encode()).hexdigest()
         rid = f"{h[:12]}-k{sha[:12]}-{cell.arch}-{cell.accel}-{cell.cpu}-{cell.variant}-{cell.workload}-{cell.vcpus}v"
         seed = int(h[12:20], 16) or 1
-        st = bench.boot_one(cell, seed, runs_root / rid, timeout_s, mem_mb,
+        st = boot.boot_one(cell, seed, runs_root / rid, timeout_s, mem_mb,
                             {"usable": False, "reason": "not probed (kernel commit runs)", "booted": False},
                             kernel=kernel)
         res = store.import_run(conn, runs_root / rid)

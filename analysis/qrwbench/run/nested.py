@@ -9,7 +9,7 @@ L0 (this host) boots L1 under TCG: arm64 with ``-M virt,virtualization=on``
 kernel/configs/nested/ARCH.config on top; its root (guest/nested/mkroot.sh)
 holds that arch's real QEMU; a second cpio appended per boot holds the L2
 kernels, initramfs and ``/l2/job.sh``. Inside L1, each L2 boot is exactly
-the command line bench.qemu_cmd builds for the cell under ACCEL=kvm (the
+the command line boot.qemu_cmd builds for the cell under ACCEL=kvm (the
 function ``make bench ACCEL=kvm`` calls), with L1's QEMU binary and paths.
 Each L2 console and QEMU's own messages reach this host on a virtio-serial
 port of their own, written by L0's QEMU straight into the run directory's
@@ -18,7 +18,7 @@ facts the KVM probe judges (kvm.static_check on L1's facts, then the probe's
 own boot: kvm.verdict) and each L2 QEMU's exit status.
 
 Each cell's run is judged by the same record checks and fault scan as every
-run (bench.judge_and_write -> store.judge_run) and stored with accel ``kvm``,
+run (boot.judge_and_write -> rundir.judge_run) and stored with accel ``kvm``,
 ``nested`` in its provenance (L1's kernel, CPU model, QEMUs) and host
 ``nested``: the host is a blocking factor of every comparison, so nested
 numbers, which measure emulation twice over, are never pooled with another
@@ -39,7 +39,7 @@ from ..cell import Cell
 from ..vocab import InputError
 from ..errors import one_line
 from ..results import records, store
-from . import bench, kvm, ktree, provenance, qemu
+from . import bench, boot, kvm, ktree, provenance, qemu
 
 HOST = store.NESTED_HOST     # the runs' host: a blocking factor, never pooled
 OUT = vocab.BUILD / "kvm-nested"
@@ -115,7 +115,7 @@ def l2_command(cell: Cell, seed: int) -> list[str]:
     """The cell's command line under KVM, as make bench ACCEL=kvm builds it,
     with L1's QEMU and L1's paths."""
     image, initrd = paths_in_l1(cell)
-    return bench.qemu_cmd(cell, seed, L2_MEM_MB, image, initrd, binary=L1S[cell.arch].qemu)
+    return boot.qemu_cmd(cell, seed, L2_MEM_MB, image, initrd, binary=L1S[cell.arch].qemu)
 
 
 def job_script(jobs: list[tuple[str, int, list[str]]], qemu_bin: str) -> str:
@@ -137,7 +137,7 @@ def job_cpio(cells: list[Cell], script: str, work: Path, gen: Path) -> Path:
     (work / "job.sh").write_text(script)
     lines = ["dir /l2 0755 0 0", f"file /l2/job.sh {work / 'job.sh'} 0644 0 0"]
     for arch, variant in sorted({(c.arch, c.variant) for c in cells}):
-        image, initrd, _, _ = bench.kernel_paths(arch, variant)
+        image, initrd, _, _ = boot.kernel_paths(arch, variant)
         c = Cell.boot(arch, "kvm", "host", variant, "atomics", 1)
         img_l1, initrd_l1 = paths_in_l1(c)
         lines += [f"file {img_l1} {image} 0644 0 0", f"file {initrd_l1} {initrd} 0644 0 0"]
@@ -242,9 +242,9 @@ def boot_nested(arch: str, cells: list[Cell], db: Path, runs: Path = bench.RUNS,
     2 KVM not possible in L1 (the probe's reason)."""
     l1_image, l1_root, gen = l1_paths(arch)
     for c in cells:
-        bench.kernel_paths(c.arch, c.variant)
-    probe = bench.probe_cell(arch)
-    bench.kernel_paths(probe.arch, probe.variant)
+        boot.kernel_paths(c.arch, c.variant)
+    probe = boot.probe_cell(arch)
+    boot.kernel_paths(probe.arch, probe.variant)
     rig = provenance.rig_state()
     nonce = hashlib.sha256(str(time.time()).encode()).hexdigest()[:8]
     work = outputs.fresh_dir(out / arch, "kvm-nested")
@@ -287,7 +287,7 @@ def boot_nested(arch: str, cells: list[Cell], db: Path, runs: Path = bench.RUNS,
     pst = _finish(probe_dir, probe, seed, l2_command(probe, seed), rig,
                   {"usable": None, "reason": "probing"}, nested,
                   l2_status("probe", l1, l0, timeout_s))
-    verdict = kvm.verdict(static, *bench.probe_boot_verdict(pst))
+    verdict = kvm.verdict(static, *boot.probe_boot_verdict(pst))
     (work / "probe.json").write_text(json.dumps(verdict, indent=1) + "\n")
     if not verdict["usable"]:
         for c, d in dirs.values():
@@ -320,10 +320,10 @@ def boot_nested(arch: str, cells: list[Cell], db: Path, runs: Path = bench.RUNS,
 def _finish(run_dir: Path, cell: Cell, seed: int, l2_cmd: list[str], rig: dict, probe: dict,
             nested: dict, status: dict) -> dict:
     """provenance.json, qemu.cmd and status.json of one L2 run, judged as
-    every run is (bench.judge_and_write)."""
-    image, _, kdir, src = bench.kernel_paths(cell.arch, cell.variant)
+    every run is (boot.judge_and_write)."""
+    image, _, kdir, src = boot.kernel_paths(cell.arch, cell.variant)
     (run_dir / "qemu.cmd").write_text(shlex.join(l2_cmd) + "\n")
-    prov = {"run_id": run_dir.name, "cell": bench.cell_provenance(cell), **rig,
+    prov = {"run_id": run_dir.name, "cell": boot.cell_provenance(cell), **rig,
             **provenance.kernel_state(kdir, src), **provenance.host_state(),
             "qemu_binary": l2_cmd[0], "qemu_version": nested["l1_qemu"] or "unknown",
             "qemu_cmd": l2_cmd, "accel": "kvm", "cpu_model": cell.cpu, "kvm_probe": probe,
@@ -335,7 +335,7 @@ def _finish(run_dir: Path, cell: Cell, seed: int, l2_cmd: list[str], rig: dict, 
         "stat": "nested: perf stat would count L0's QEMU, which runs L1, not the L2 guest",
         "kvm_stat": "nested: L1 is a tiny kernel without tracepoints (CONFIG_TRACING off) and "
                     "its initramfs has no perf, so perf kvm stat cannot run inside L1"}})
-    return bench.judge_and_write(run_dir, prov, status)
+    return boot.judge_and_write(run_dir, prov, status)
 
 
 def add_arguments(ap) -> None:
@@ -356,7 +356,7 @@ def run(args) -> int:
         raise InputError(f"kvm-nested: --timeout {args.timeout} is too short: give at least 30 s")
     if args.check:
         print(" ".join(sorted({f"{c.arch}-{c.variant}" for c in cells}
-                              | {f"{args.arch}-{bench.probe_cell(args.arch).variant}"})))
+                              | {f"{args.arch}-{boot.probe_cell(args.arch).variant}"})))
         return 0
     db = Path(args.db or store.default_db_path())
     bench.preflight(db, Path(args.runs))

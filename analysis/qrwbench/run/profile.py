@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .. import outputs, vocab
 from ..errors import QrwbenchError
-from . import bench, ktree, perf
+from . import boot, ktree, perf
 
 # "  4.66%  CPU 0/TCG   [kernel.kallsyms]   [k] clear_page_erms   -   -": the
 # trailing "-" columns are the (empty) parent/callchain columns of -g none.
@@ -71,12 +71,12 @@ def profile(cell_text: str, out_root=None, top: int = 25, timeout_s: int = 300) 
     if not ok:
         raise QrwbenchError(f"perf cannot run here: {why}")
     final = outputs.check(out_dir(cell, out_root), "perf")
-    bench.kernel_paths(cell.arch, cell.variant)
+    boot.kernel_paths(cell.arch, cell.variant)
     with outputs.replacing(final, "perf") as out:
         data = out / "perf.data"
         print(f"perf: booting {ktree.cell_text(cell)} under perf record -g "
               f"(console: {out / 'run' / 'console.log'}; moved to {final} when done)", flush=True)
-        st = bench.boot_one(cell, 1, out / "run", timeout_s, 256,
+        st = boot.boot_one(cell, 1, out / "run", timeout_s, 256,
                             {"usable": None, "reason": "not probed (make perf)", "booted": False},
                             wrap=perf.record_prefix(data))
         if st["status"] != "ok":

@@ -90,8 +90,8 @@ class Host:
     kvm: str = ""                                 # "" usable, else why not
     tsc_khz: int | None = None
 
-    def can_run(self, arch: str, accel: str) -> str:
-        """'' when this host can boot arch/accel, else why not."""
+    def why_not_runnable(self, arch: str, accel: str) -> str:
+        """Why this host cannot boot arch/accel guests; '' when it can."""
         if not self.ok:
             return self.reason
         if arch not in self.qemu:

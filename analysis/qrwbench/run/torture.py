@@ -23,7 +23,7 @@ from ..vocab import TOP, InputError
 from ..cell import Cell, canonical_json
 from ..results import records
 from ..report import litmus
-from . import bench
+from . import bench, boot
 
 MEASUREMENTS_PER_REP = 5     # kernel rwlock_t + module full, acqrel c0, acqrel c1, relaxed
 
@@ -37,7 +37,7 @@ def run_canaries(cells: list[Cell], out: Path, *, timeout_s: int, mem_mb: int, s
     for i, c in enumerate(cells, 1):
         d = out / f"{i:03d}-litmus-{c.arch}-{c.cpu}"
         log(f"[canary {i}/{len(cells)}] {litmus.target_label(c)} (console: {d / 'console.log'})")
-        st = bench.boot_one(c, seed, d, timeout_s, mem_mb, verdict_kvm)
+        st = boot.boot_one(c, seed, d, timeout_s, mem_mb, verdict_kvm)
         parsed = records.parse_console((d / "console.log").read_bytes()) \
             if (d / "console.log").exists() else None
         if st["status"] != "ok" or parsed is None or not parsed.ok:
@@ -105,7 +105,7 @@ def torture(m, cells, out: Path, minutes: float):
     for i, b in enumerate(matrix.boots(m, cells), 1):
         d = out / "runs" / f"{i:03d}-{b.cell.arch}-{b.cell.cpu}-{b.cell.variant}"
         print(f"[{i}/{len(cells) * m.boots}] {b.cell.label()} (console: {d / 'console.log'})", flush=True)
-        st = bench.boot_one(b.cell, b.seed, d, m.timeout_s, m.mem_mb, verdict)
+        st = boot.boot_one(b.cell, b.seed, d, m.timeout_s, m.mem_mb, verdict)
         if st["status"] != "ok":
             failed.append(f"{d.name}: {st['reason']}")
             print(f"  FAILED: {st['reason']}")
@@ -143,7 +143,7 @@ def run(args) -> int:
     m = matrix.load(args.matrix)
     cells = scaled(m, matrix.cells(m), args.minutes)
     for c in cells:
-        bench.kernel_paths(c.arch, c.variant)
+        boot.kernel_paths(c.arch, c.variant)
     out = outputs.check(args.out, "torture")      # before any boot
     with outputs.replacing(out, "torture") as tmp:
         text, bad, failed = torture(m, cells, tmp, args.minutes)
