@@ -90,7 +90,7 @@ def add_arguments(ap) -> None:
     ap.add_argument("--accel", default=None,
                     help="run every target under this accelerator (kvm: -cpu host, required; tcg: drop KVM targets)")
     ap.add_argument("--hosts", default=None, metavar="A,B",
-                    help="boot on these ssh hosts with GNU parallel (README: Several hosts)")
+                    help="boot on these ssh hosts with GNU parallel (docs/hosts.md)")
     ap.add_argument("--no-summary", action="store_true")
     ap.add_argument("--plan", action="store_true",
                     help="only check the input (matrix, accel, DB, runs dir) and print the "
