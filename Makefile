@@ -17,6 +17,7 @@
 #   make kvm-nested [ARCH=arm64|x86_64] [CELL=...]   the KVM path, booted inside a TCG
 #                                  guest that is a KVM host (docs/kvm.md)
 #   make test                      everything `make test` needs, then the tests
+#   make check                     the host-only tests (no kernel, module or QEMU): minutes
 #   make test-slow                 + the unpatched reference build and its identity check,
 #                                  and the KVM boots inside TCG guests (kvm-nested)
 #   make test-kernels              only the kernels `make test` boots (its first step)
@@ -47,7 +48,7 @@ PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
 .PHONY: kvm-nested
 .PHONY: all deps tree kernel kernels guests bench report audit regress perf noise \
-	test test-slow test-kernels clean distclean help check-arch-variant torture insmod modprobe load
+	test test-slow test-kernels check clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
 
@@ -116,13 +117,17 @@ regress: deps
 
 test: test-kernels
 	$(call build-guests,$(TEST_KERNELS))
-	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	@QRWB_REQUIRE_BUILT=1 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# The host-only tests: no kernel tree, kernel, module or QEMU boot needed.
+check: deps
+	@$(PY) -m pytest -m "not slow and not guest and not kernel" $(PYTEST_ARGS)
 
 test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)
 	$(call build-guests,arm64-acqrel x86_64-acqrel)
 	@guest/nested/build-l1.sh arm64 && guest/nested/build-l1.sh x86_64
-	@$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	@QRWB_REQUIRE_BUILT=1 $(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # Keeps the results store (results/) and ccache; removes builds and runs.
 clean:

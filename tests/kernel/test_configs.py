@@ -11,6 +11,7 @@ ORDERINGS = {"acqrel": "ACQREL", "full": "FULL", "relaxed": "RELAXED", "allfull"
 SCRIPT = TOP / "kernel" / "scripts" / "build-kernel.sh"
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
 @pytest.mark.parametrize("variant", sorted(ORDERINGS))
 def test_config_has_exactly_the_requested_ordering(arch, variant):

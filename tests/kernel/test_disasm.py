@@ -5,6 +5,8 @@ import pytest
 from conftest import kernel_dir
 from qrwbench.build import audit
 
+pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
+
 
 def funcs(arch, variant):
     kd = kernel_dir(arch, variant)

@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, kernel_dir
+from conftest import BUILD, kernel_dir, missing
+
+pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
 
 SRC = BUILD / "src" / "linux"
 OBJECTS = ["lib/atomic64_test.o", "kernel/locking/qrwlock.o", "kernel/locking/spinlock.o"]
@@ -26,7 +28,7 @@ def git(*args, cwd=SRC):
 def steps(tmp_path_factory):
     """[(sha, subject)] of the series, oldest first, and a scratch worktree."""
     if not (SRC / ".git").is_dir():
-        pytest.fail(f"{SRC} is not the kernel tree: run the tests through 'make test'")
+        missing(f"{SRC} is not the kernel tree")
     commits = git("log", "--reverse", "--format=%H %s", "qrwbench-base..HEAD").splitlines()
     wt = tmp_path_factory.mktemp("series") / "linux"
     git("worktree", "add", "-q", "--detach", str(wt), "qrwbench-base")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, TOP
+from conftest import BUILD, TOP, missing
 from qrwbench.results import store
 from qrwbench.report import regress
 from qrwbench.run import bisect, ktree, series
@@ -85,7 +85,7 @@ def kernel_repo(tmp_path_factory):
     """build/src/linux at its HEAD + c1 harmless (a comment in spinlock.c),
     c2 smp_mb() in _raw_read_lock, c3 harmless (a documentation line)."""
     if not (SRC / ".git").is_dir():
-        pytest.fail(f"{SRC} is not a kernel git tree: run the tests through 'make test'")
+        missing(f"{SRC} is not a kernel git tree")
     repo = tmp_path_factory.mktemp("kernel") / "linux.git"
     subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(SRC), str(repo)],
                    check=True, env=ENV)

@@ -11,6 +11,8 @@ from conftest import kernel_dir
 from qrwbench.run import boot, qemu
 from qrwbench.cell import Cell
 
+pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
+
 NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]
 

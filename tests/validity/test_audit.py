@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import BUILD, TOP, kernel_dir
+from conftest import BUILD, TOP, kernel_dir, missing
 from qrwbench import cli, vocab
 from qrwbench.build import audit
 from qrwbench.analysis import codeid
@@ -18,7 +18,7 @@ def module(arch, variant="acqrel"):
     kd = kernel_dir(arch, variant)
     ko = BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
     if not ko.exists():
-        pytest.fail(f"{ko} is not built: run the tests through 'make test'")
+        missing(f"{ko} is not built")
     return audit.audit_module(ko, arch, variant, kd)
 
 
@@ -37,6 +37,7 @@ def arm64_full():
     return module("arm64", "full")
 
 
+@pytest.mark.kernel
 def test_every_op_of_the_table_is_audited(x86, arm64):
     rows = audit.op_table()
     assert len(rows) > 100
@@ -45,6 +46,7 @@ def test_every_op_of_the_table_is_audited(x86, arm64):
         assert {(op, o) for op, d in m["ops"].items() for o in d} == set(rows)
 
 
+@pytest.mark.kernel
 def test_x86_all_orderings_of_add_return_are_one_lock_xadd(x86):
     e = x86["ops"]["atomic_add_return"]
     assert {o: e[o]["order"] for o in ORDERINGS} == {o: ["lock xadd"] for o in ORDERINGS}
@@ -60,6 +62,7 @@ LLSC = {"full": ["ldxr", "stlxr", "dmb ish"], "acquire": ["ldaxr", "stxr"],
         "release": ["ldxr", "stlxr"], "relaxed": ["ldxr", "stxr"]}
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("ordering", ORDERINGS)
 def test_arm64_add_return_lse_and_llsc_forms(arm64, ordering):
     e = arm64["ops"]["atomic_add_return"][ordering]
@@ -68,12 +71,14 @@ def test_arm64_add_return_lse_and_llsc_forms(arm64, ordering):
     assert e["promise"] == []
 
 
+@pytest.mark.kernel
 def test_arm64_orderings_are_all_different_code(arm64):
     e = arm64["ops"]["atomic_add_return"]
     assert len({e[o]["hash"]["c0"] for o in ORDERINGS}) == 4
     assert not [g for g in audit.module_identical([arm64]) if g.get("op") == "atomic_add_return"]
 
 
+@pytest.mark.kernel
 def test_arm64_inplace_alternative_xchg_has_swp_forms(arm64):
     # xchg is patched in place (ARM64_LSE_ATOMIC_INSN), not through a branch
     e = arm64["ops"]["atomic_xchg"]
@@ -81,6 +86,7 @@ def test_arm64_inplace_alternative_xchg_has_swp_forms(arm64):
     assert e["acquire"]["paths"]["llsc"]["order"] == ["ldaxr", "stxr"]
 
 
+@pytest.mark.kernel
 def test_copy0_and_copy1_are_identical_code_and_c1mb_adds_one_barrier(x86, arm64):
     for m in (x86, arm64):
         for op, d in m["ops"].items():
@@ -91,12 +97,14 @@ def test_copy0_and_copy1_are_identical_code_and_c1mb_adds_one_barrier(x86, arm64
         assert m["locks"]["acqrel_c0"]["hash"] != m["locks"]["acqrel_c1mb"]["hash"]
 
 
+@pytest.mark.kernel
 def test_no_ordering_compiles_weaker_than_its_name(x86, arm64):
     for m in (x86, arm64):
         bad = [f["text"] for f in m["findings"] if f["kind"] not in ("stronger", "page-crossing")]
         assert bad == [], bad
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("op", ["atomic_sub_return", "atomic_dec_return", "atomic64_sub_return"])
 def test_arm64_sub_return_honours_its_ordering_after_the_lse_fix(arm64, op):
     """kernel/patches/0001: __lse_atomic_sub_return##name() calls
@@ -106,6 +114,7 @@ def test_arm64_sub_return_honours_its_ordering_after_the_lse_fix(arm64, op):
     assert all(e[o]["promise"] == [] for o in ORDERINGS)
 
 
+@pytest.mark.kernel
 def test_arm64_nothing_compiles_stronger_than_named(arm64):
     strong = sorted({(f["op"], f["ordering"], f["path"]) for f in arm64["findings"]
                      if f["kind"] == "stronger"})
@@ -141,6 +150,7 @@ def test_promise_check_can_fail():
     assert audit.check_promise("x86_64", "atomic_add_return", "full", rec)[0]["kind"] == "missing"
 
 
+@pytest.mark.kernel
 def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
     # x86: the relaxed and acqrel module copies are the same code (TSO), full differs
     groups = [g["variants"] for g in audit.module_identical([x86]) if g["impl"] == "module"]
@@ -158,6 +168,7 @@ def test_module_qrwlock_copies_and_kernel_fast_paths(x86, arm64, arm64_full):
     assert arm64["locks"]["kernel"]["hash"] != arm64_full["locks"]["kernel"]["hash"]
 
 
+@pytest.mark.kernel
 def test_audit_json_labels_identical_code_through_codeid(tmp_path):
     kernels = [kernel_dir("x86_64", "acqrel"), kernel_dir("arm64", "acqrel")]
     out = tmp_path / "audit"
@@ -177,6 +188,7 @@ def arm64_allfull():
     return module("arm64", "allfull")
 
 
+@pytest.mark.kernel
 def test_allfull_kernel_builds_every_ordering_fully_ordered(arm64_allfull):
     """kernel/patches/0003 (CONFIG_ATOMICS_FULLY_ORDERED, variant allfull):
     every ordering of every RMW op compiles to the fully ordered form, so the
@@ -222,6 +234,7 @@ def test_per_op_folds_an_unrolled_loop_to_one_op():
     assert audit.per_op(["ldxr", "stxr", "ldxr", "stlxr"] * (u // 2), u) is None
 
 
+@pytest.mark.kernel
 def test_every_real_loop_folds_to_one_op(x86, arm64):
     """No built loop is reported as not being loop_unroll() copies of one op
     (the finding the audit gives when it cannot fold one)."""
