@@ -76,10 +76,7 @@ def parse_cell(text: str) -> Cell:
             raise QrwbenchError(f"CELL {text!r}: parameter {k!r} given twice")
         params[k] = int(v) if _DIGITS.fullmatch(v) else v
         last = k
-    at = matrix._At(Path("CELL"))
-    for k, v in params.items():
-        matrix._check_param(at, "CELL", k, v)
-    matrix._check_threads(at, "", [int(vcpus)], params)
+    matrix.check_cell_params("CELL", int(vcpus), params)
     return Cell.boot(arch_name, accel, cpu, variant, workload, int(vcpus), params)
 
 
