@@ -235,13 +235,13 @@ def format_report(res: RegressResult) -> str:
                          f"{res.target[:12]} {res.target_subject}".rstrip())
     for r in res.results:
         if r.status == NOT_JUDGED:
-            lines.append(f"could not judge {r.metric}: {r.why}")
+            lines.append(f"{NOT_JUDGED} {r.metric}: {r.why}")
         elif r.status == NO_CHANGE and r.why:
-            lines.append(f"no change of {r.metric}: {r.why}")
+            lines.append(f"{NO_CHANGE} of {r.metric}: {r.why}")
     n = {s: sum(r.status == s for r in res.results)
          for s in (REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED)}
     lines.append(f"{n[REGRESSION]} regressions, {n[IMPROVEMENT]} improvements, "
-                 f"{n[NO_CHANGE]} unchanged, {n[NOT_JUDGED]} could not judge")
+                 f"{n[NO_CHANGE]} unchanged, {n[NOT_JUDGED]} {NOT_JUDGED}")
     lines += [f"note: {x}" for x in res.notes]
     lines += ["", f"{res.base[:12]:>16}  {res.target[:12]:>27}",
               "----------------  ---------------------------",
@@ -249,7 +249,7 @@ def format_report(res: RegressResult) -> str:
               "             \\          |                \\   (mean Mops/s; %change: geometric, per boot)"]
     for r in sorted(res.results, key=lambda r: r.metric):
         change = f"{r.test.pct_change:+7.1f}%" if r.test and r.test.judged else "      -"
-        mark = {REGRESSION: " <- regression", IMPROVEMENT: " <- improvement",
+        mark = {REGRESSION: f" <- {REGRESSION}", IMPROVEMENT: f" <- {IMPROVEMENT}",
                 NOT_JUDGED: " (not judged)"}.get(r.status, "")
         lines.append(f"{_mean_sd(r.base)}   {change}   {_mean_sd(r.target)}  "
                      f"{r.metric}{mark}")
