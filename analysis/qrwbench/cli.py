@@ -156,9 +156,9 @@ def _run(args) -> int:
             print(n)
         return 0
     if args.cmd in ("report", "compare"):
-        from .analysis import stats     # numpy, scipy: only here and in regress
+        from .analysis import compare   # numpy, scipy: only here and in regress
         from .report import report
-        common = dict(commit=args.commit, baselines=stats.parse_baselines(args.baseline),
+        common = dict(commit=args.commit, baselines=compare.parse_baselines(args.baseline),
                       alpha=args.alpha, correction=args.correction,
                       min_effect=args.min_effect / 100.0, repo=args.repo,
                       audit_path=args.audit)

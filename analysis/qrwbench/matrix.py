@@ -225,6 +225,16 @@ def _check_copies(at: _At, where: str, name: str, params: dict) -> None:
                        "into copy 1: valid is copies = 2 with it", "params.copies")
 
 
+def check_cell_params(source: str, vcpus: int, params: dict) -> None:
+    """The checks a matrix's workload table gets, for one cell given outside
+    a matrix (run/ktree.py's CELL): every module parameter, and the threads
+    against ``vcpus``; an :class:`InputError` names ``source``."""
+    at = _At(Path(source))
+    for k, v in params.items():
+        _check_param(at, source, k, v)
+    _check_threads(at, "", [vcpus], params)
+
+
 def load(path: str | Path) -> Matrix:
     path = Path(path)
     try:

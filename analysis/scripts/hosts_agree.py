@@ -12,16 +12,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
-from qrwbench.analysis import stats  # noqa: E402
+from qrwbench.analysis import calibration, compare  # noqa: E402
 
 
 def effects_of(db: str) -> dict:
     samples = store.load_samples(store.connect(db))
     out = {}
-    for c in stats.compare_cells(samples, n_resamples=50).comparisons:
+    for c in compare.compare_cells(samples, n_resamples=50).comparisons:
         if c.effect.judged:
             out[(c.cell.replace(host=""), c.variant, c.cell.host)] = c.effect
-    for r in stats.aa_control(samples).results:
+    for r in calibration.aa_control(samples).results:
         if r.effect.judged:
             out[(r.cell.replace(host=""), f"{r.variant} copy 1/0 ({r.kind})", r.cell.host)] = r.effect
     return out

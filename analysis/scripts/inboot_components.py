@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
-from qrwbench.analysis import effects, stats  # noqa: E402
+from qrwbench.analysis import compare, effects, perboot  # noqa: E402
 
 
 def main(argv):
@@ -25,8 +25,8 @@ def main(argv):
         return 2
     conn = store.connect(argv[0])
     samples = store.load_samples(conn, rig_commit=argv[1] if len(argv) > 1 else None)
-    cset = stats.compare_cells(samples, n_resamples=100, seed=1)
-    reps = stats.group_reps(samples, copy=0)
+    cset = compare.compare_cells(samples, n_resamples=100, seed=1)
+    reps = perboot.group_reps(samples, copy=0)
     fams = collections.defaultdict(list)
     for c in cset.comparisons:
         if c.level != "in-boot":

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench.analysis import effects, stats  # noqa: E402
+from qrwbench.analysis import effects, noise, perboot  # noqa: E402
 from qrwbench.report import report  # noqa: E402
 from qrwbench.results import store  # noqa: E402
 
@@ -49,16 +49,16 @@ def main(argv):
     def two_vcpu_atomics(cell):
         return (cell.workload == "atomics" and cell.vcpus == 2
                 and not cell.params_dict().get("aa_inject_mb"))
-    for row in stats.within_boot_cv(samples):
+    for row in noise.within_boot_cv(samples):
         if row["copy"] == 0 and two_vcpu_atomics(row["cell"]):
             c = row["cell"]
             cv[(c.arch, c.cpu, c.placement)].append(row["within_cv"])
-    for cell, var in stats.group_reps(samples, copy=0).items():
+    for cell, var in perboot.group_reps(samples, copy=0).items():
         if two_vcpu_atomics(cell) and "full" in var and "relaxed" in var:
             sd[(cell.arch, cell.cpu, cell.placement)] += [
                 np.std(g, ddof=1) for g in effects.block_log_ratios(var["relaxed"], var["full"])
                 if len(g) > 3]
-    print("\n2-vCPU atomics: within-boot CV (stats.within_boot_cv) and SD of one block's "
+    print("\n2-vCPU atomics: within-boot CV (noise.within_boot_cv) and SD of one block's "
           "log ratio relaxed/full (medians):")
     for k in sorted(cv):
         print(f"  {k[0]}/{k[1]} {k[2]}: CV {100 * np.nanmedian(cv[k]):.1f} %, "

@@ -18,12 +18,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
-from qrwbench.analysis import effects, stats  # noqa: E402
+from qrwbench.analysis import effects, perboot  # noqa: E402
 from qrwbench.report import report  # noqa: E402
 
 
 def components(samples):
-    reps = stats.group_reps(samples, copy=0)
+    reps = perboot.group_reps(samples, copy=0)
     out = []
     for cell, variants in reps.items():
         if cell.impl != "kernel":

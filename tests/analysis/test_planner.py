@@ -2,7 +2,7 @@
 are not yet precise enough, and stops every cell."""
 import numpy as np
 
-from qrwbench.analysis import effects, planner, stats
+from qrwbench.analysis import compare, effects, planner
 from test_stats import gen
 from qrwbench.cell import Cell
 
@@ -22,7 +22,7 @@ def test_a_noisy_cell_gets_more_boots_and_a_quiet_one_stops_at_its_target():
     run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N")}
     plan = planner.Plan(TARGETS, max_boots=6, budget_s=1e9)
     plan.state("Q").boots = plan.state("N").boots = 2
-    cset = stats.compare_cells(quiet + noisy, n_resamples=300)
+    cset = compare.compare_cells(quiet + noisy, n_resamples=300)
     keys = planner.next_round(plan, cset, run_cell)
     # CV 10 % over 2 x 10 blocks is about +-5 % against the 2 % target: the
     # cell wants (5/2)^2 times its boots, and gets at most twice them a round
@@ -45,7 +45,7 @@ def test_a_wide_cell_gets_boots_by_its_width_and_the_budget_buys_the_most_precis
     k_ = gen(rng, boots=2, reps=10, cv=0.06, variants=("full", "relaxed"), op="k",
              run_prefix="k")
     run_cell = {**_run_cell(w, "W"), **_run_cell(s_, "S"), **_run_cell(k_, "K")}
-    cset = stats.compare_cells(w + s_ + k_, n_resamples=50)
+    cset = compare.compare_cells(w + s_ + k_, n_resamples=50)
 
     def fresh():
         plan = planner.Plan(TARGETS, max_boots=12, budget_s=1e9)
@@ -87,7 +87,7 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
     while True:
         allsamples = [s for v in samples.values() for s in v]
         run_cell = {s["run_id"]: s["op"] for s in allsamples}
-        cset = stats.compare_cells(allsamples, n_resamples=300, seed=rounds)
+        cset = compare.compare_cells(allsamples, n_resamples=300, seed=rounds)
         keys = planner.next_round(plan, cset, run_cell)
         if not keys:
             break
@@ -111,10 +111,10 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
 def test_failures_end_a_cell():
     plan = planner.Plan(TARGETS, max_boots=8, budget_s=1e9)
     plan.state("F").boots, plan.state("F").failed = 3, 2
-    c = stats.Comparison(Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "op",
+    c = compare.Comparison(Cell("x86_64", "tcg", "max", 2, "atomics", "inline", "op",
                                     "shared", "{}"), "relaxed", "full", None, None, None,
                          effect=effects.Effect(why="too few"), runs=frozenset({"r"}))
-    assert planner.next_round(plan, stats.ComparisonSet([c]), {"r": "F"}) == []
+    assert planner.next_round(plan, compare.ComparisonSet([c]), {"r": "F"}) == []
     assert plan.cells["F"].ended_by == planner.FAILURES
 
 
@@ -134,7 +134,7 @@ def test_a_round_without_budget_names_what_stopped_each_cell():
                run_prefix="m")
     run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N"), **_run_cell(full, "M"),
                 "other": "F"}
-    cset = stats.compare_cells(quiet + noisy + full, n_resamples=50)
+    cset = compare.compare_cells(quiet + noisy + full, n_resamples=50)
     plan = planner.Plan(TARGETS, max_boots=6, budget_s=1e9)
     for key in ("Q", "N", "M", "F"):
         plan.state(key).boots = 2
@@ -166,12 +166,12 @@ def test_blind_and_identical_pairs_stop_after_round_0_and_free_the_budget():
             plan.state(key).boot_s = [10.0, 10.0]
         return plan
 
-    unlabeled = stats.compare_cells(samples, n_resamples=50)
+    unlabeled = compare.compare_cells(samples, n_resamples=50)
     keys = planner.next_round(fresh(), unlabeled, run_cell, remaining_s=20)
     assert set(keys) != {"D"}, "without labels the budget is not kept for D"
-    labeled = stats.compare_cells(samples, n_resamples=50,
-                                  blind=lambda c, a, b: c.op == "opB",
-                                  identical=lambda c, a, b: c.op == "opI")
+    labeled = compare.compare_cells(samples, n_resamples=50,
+                                    blind=lambda c, a, b: c.op == "opB",
+                                    identical=lambda c, a, b: c.op == "opI")
     plan = fresh()
     keys = planner.next_round(plan, labeled, run_cell, remaining_s=20)
     assert keys == ["D", "D"]
@@ -196,7 +196,7 @@ def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled
     c = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="opC",
             run_prefix="c")
     run_cell = _run_cell(c, "C")
-    cset = stats.compare_cells(c, n_resamples=50, blind=lambda *a: True)
+    cset = compare.compare_cells(c, n_resamples=50, blind=lambda *a: True)
 
     def fresh():
         plan = planner.Plan(TARGETS, max_boots=12, budget_s=1e9)

@@ -8,7 +8,7 @@ from unittest import mock
 import matplotlib.text
 import pytest
 
-from qrwbench.analysis import effects, stats
+from qrwbench.analysis import compare, verdicts, windows
 from qrwbench.cell import Cell
 from qrwbench.report import plots
 
@@ -23,10 +23,10 @@ def _cell(mode: str, vcpus=2, impl="inline", op="atomic_add_return_relaxed_long_
 
 
 def _comparison(cell, variant, kind, ratio, **flags):
-    t = stats.Test(n_a=10, n_b=10, median_a=1.0, median_b=1.0, ratio=ratio,
-                   ratio_low=ratio - 0.02, ratio_high=ratio + 0.02, judged=True, unit="block")
-    return stats.Comparison(cell=cell, variant=variant, baseline="full", test=t, summary=None,
-                            base_summary=None, kind=kind, **flags)
+    t = windows.Test(n_a=10, n_b=10, median_a=1.0, median_b=1.0, ratio=ratio,
+                     ratio_low=ratio - 0.02, ratio_high=ratio + 0.02, judged=True, unit="block")
+    return compare.Comparison(cell=cell, variant=variant, baseline="full", test=t, summary=None,
+                              base_summary=None, kind=kind, **flags)
 
 
 @pytest.fixture
@@ -95,10 +95,10 @@ def _check(fig, png, must_show=(LONG,)):
 
 
 def test_ratio_plot_with_long_cell_names(tmp_path, figures):
-    comps = [_comparison(_cell(LONG + "1"), "acquire", effects.FASTER, 1.10),
-             _comparison(_cell(LONG + "2"), "release", effects.SLOWER, 0.90,
+    comps = [_comparison(_cell(LONG + "1"), "acquire", verdicts.FASTER, 1.10),
+             _comparison(_cell(LONG + "2"), "release", verdicts.SLOWER, 0.90,
                          identical_code=True),
-             _comparison(_cell(LONG + "3"), "relaxed", effects.INCONCLUSIVE, 1.01,
+             _comparison(_cell(LONG + "3"), "relaxed", verdicts.INCONCLUSIVE, 1.01,
                          emulator_blind=True)]
     assert plots.ratio_bars(comps, tmp_path)
     (fig, png), = figures
@@ -125,7 +125,7 @@ def test_sweep_fairness_and_history_with_long_names(tmp_path, figures):
     fair = [{"cell": _cell(LONG + str(i)), "variant": "full", "copy": 0, "threads": 2,
              "jain": 0.9, "min_max": 0.8} for i in range(2)]
     assert plots.fairness_plot(fair, tmp_path)
-    s = stats.summarize([1e6, 1.1e6, 0.9e6], n_resamples=50)
+    s = windows.summarize([1e6, 1.1e6, 0.9e6], n_resamples=50)
     plots.history_plot("qrwbench.x86_64.tcg.atomics." + LONG + ".throughput",
                        ["1" * 40, "2" * 40, "3" * 40], [s, s, s], [1], tmp_path)
     assert len(figures) == 3

@@ -9,7 +9,7 @@ import pytest
 import synth
 from qrwbench import cli
 from qrwbench.results import store
-from qrwbench.analysis import history
+from qrwbench.analysis import history, verdicts
 from qrwbench.report import regress
 from qrwbench.errors import QrwbenchError
 
@@ -75,7 +75,7 @@ def test_identical_code_reports_no_regression(tmp_path, repo):
     for target in shas[1:]:
         res = regress.regress(db, target=target, repo=path)
         assert res.exit_code == 0 and not res.regressions
-        assert all(r.status in (regress.NO_CHANGE, regress.NOT_JUDGED) for r in res.results)
+        assert all(r.status in (verdicts.NO_CHANGE, verdicts.NOT_JUDGED) for r in res.results)
 
 
 def test_improvement_is_reported_but_exits_zero(tmp_path, repo):
@@ -83,7 +83,7 @@ def test_improvement_is_reported_but_exits_zero(tmp_path, repo):
     db = _fill(tmp_path, shas, [1.0] * 7 + [1.15])
     res = regress.regress(db, target=shas[7], repo=path)
     assert res.exit_code == 0
-    assert res.results and all(r.status == regress.IMPROVEMENT for r in res.results)
+    assert res.results and all(r.status == verdicts.IMPROVEMENT for r in res.results)
     assert "improvement of" in res.text()
 
 
@@ -107,7 +107,7 @@ def test_unstable_samples_could_not_judge(tmp_path, repo):
     db = _fill(tmp_path, shas, [1.0] * 8, boot_cv=0.25)
     res = regress.regress(db, target=shas[7], repo=path)
     assert res.exit_code == 0
-    assert res.results and all(r.status == regress.NOT_JUDGED for r in res.results)
+    assert res.results and all(r.status == verdicts.NOT_JUDGED for r in res.results)
     assert "could not judge qrwbench." in res.text()
     assert "includes both no change and a 5% change: measure more boots" in res.text()
 
@@ -123,7 +123,7 @@ def test_a_clear_regression_is_judged_with_a_ci_wider_than_the_threshold(tmp_pat
     widths = [r.effect.half_width_pct for r in res.results]
     assert min(widths) > 5, widths
     assert res.exit_code == 1
-    assert res.results and all(r.status == regress.REGRESSION for r in res.results)
+    assert res.results and all(r.status == verdicts.REGRESSION for r in res.results)
 
 
 def test_a_small_change_whose_ci_reaches_the_threshold_is_not_no_change(tmp_path, repo):
@@ -134,11 +134,11 @@ def test_a_small_change_whose_ci_reaches_the_threshold_is_not_no_change(tmp_path
     res = regress.regress(db, target=shas[7], repo=path)
     for r in res.results:
         low = r.effect.low
-        if r.status == regress.NO_CHANGE:
+        if r.status == verdicts.NO_CHANGE:
             assert np.expm1(low) * 100 > -5, r.why
         else:
-            assert r.status == regress.NOT_JUDGED, r.status
-    assert any(r.status == regress.NOT_JUDGED for r in res.results), [
+            assert r.status == verdicts.NOT_JUDGED, r.status
+    assert any(r.status == verdicts.NOT_JUDGED for r in res.results), [
         (r.status, r.why) for r in res.results]
 
 
@@ -146,7 +146,7 @@ def test_identical_commits_are_equivalent(tmp_path, repo):
     path, shas = repo
     db = _fill(tmp_path, shas, [1.0] * 8, boot_cv=0.005)
     res = regress.regress(db, target=shas[7], repo=path)
-    assert res.results and all(r.status == regress.NO_CHANGE for r in res.results)
+    assert res.results and all(r.status == verdicts.NO_CHANGE for r in res.results)
     assert all(r.why.startswith("equivalent within +-") for r in res.results), \
         [r.why for r in res.results]
 

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats as sps
 
 import synth
-from qrwbench.analysis import effects, stats
+from qrwbench.analysis import (calibration, changepoints, compare, effects, fairness, noise,
+                               verdicts, windows)
 from qrwbench.errors import QrwbenchError
 
 ALPHA = 0.05
@@ -63,15 +64,15 @@ def gen(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0
 @pytest.mark.parametrize("factor", [1.10, 0.90])
 def test_known_ten_percent_effect_is_detected(factor):
     rng = np.random.default_rng(11)
-    cset = stats.compare_cells(gen(rng, factors={"relaxed": factor}))
+    cset = compare.compare_cells(gen(rng, factors={"relaxed": factor}))
     (c,) = [c for c in cset.comparisons if c.variant == "relaxed"]
-    assert c.kind == (effects.FASTER if factor > 1 else effects.SLOWER)
+    assert c.kind == (verdicts.FASTER if factor > 1 else verdicts.SLOWER)
     assert c.verdict.startswith(f"{c.kind} by {abs(factor - 1) * 100:.0f}") or \
         abs(abs(c.test.pct_change) - 10) < 2, c.verdict
     assert c.test.ratio_low <= factor <= c.test.ratio_high
     assert c.test.unit == "block" and c.test.n_a == 20
     others = [c for c in cset.comparisons if c.variant != "relaxed"]
-    assert others and all(o.kind == effects.EQUIVALENT for o in others), \
+    assert others and all(o.kind == verdicts.EQUIVALENT for o in others), \
         [o.verdict for o in others]
     assert all(o.verdict.startswith("equivalent within +-") for o in others)
 
@@ -139,10 +140,10 @@ def test_equivalent_for_no_effect_and_not_for_a_five_percent_effect():
         for factor, kinds in ((1.0, kinds0), (0.95, kinds5)):
             s = gen(rng, boots=2, reps=10, cv=0.02, variants=("full", "relaxed"),
                     factors={"relaxed": factor})
-            (c,) = stats.compare_cells(s, n_resamples=400).comparisons
+            (c,) = compare.compare_cells(s, n_resamples=400).comparisons
             kinds.append(c.kind)
-    assert kinds0.count(effects.EQUIVALENT) >= 40 - _upper(40), kinds0
-    assert effects.EQUIVALENT not in kinds5 and kinds5.count(effects.SLOWER) >= 38, kinds5
+    assert kinds0.count(verdicts.EQUIVALENT) >= 40 - _upper(40), kinds0
+    assert verdicts.EQUIVALENT not in kinds5 and kinds5.count(verdicts.SLOWER) >= 38, kinds5
 
 
 def test_slow_phases_of_the_host_cancel_in_paired_blocks():
@@ -152,11 +153,11 @@ def test_slow_phases_of_the_host_cancel_in_paired_blocks():
     rng = np.random.default_rng(3)
     s = gen(rng, boots=2, reps=10, cv=0.01, block_cv=0.20, variants=("full", "relaxed"),
             factors={"relaxed": 1.03})
-    (c,) = stats.compare_cells(s).comparisons
-    assert c.kind == effects.FASTER and c.effect.half_width_pct < 2.0, c.verdict
+    (c,) = compare.compare_cells(s).comparisons
+    assert c.kind == verdicts.FASTER and c.effect.half_width_pct < 2.0, c.verdict
     a = [x["throughput"] for x in s if x["variant"] == "relaxed" and x["copy"] == 0]
     b = [x["throughput"] for x in s if x["variant"] == "full" and x["copy"] == 0]
-    assert not stats.compare_samples(a, b).p_value < 0.05      # what unpaired windows say
+    assert not windows.compare_samples(a, b).p_value < 0.05      # what unpaired windows say
 
 
 def test_identical_distributions_false_positive_rate_at_most_alpha():
@@ -164,8 +165,8 @@ def test_identical_distributions_false_positive_rate_at_most_alpha():
     rng = np.random.default_rng(2024)
     for i in range(trials):
         s = gen(rng, reps=10, cv=0.05, variants=("full", "relaxed"))
-        cset = stats.compare_cells(s, n_resamples=300, seed=i)
-        fp += sum(c.kind in (effects.FASTER, effects.SLOWER) for c in cset.comparisons)
+        cset = compare.compare_cells(s, n_resamples=300, seed=i)
+        fp += sum(c.kind in (verdicts.FASTER, verdicts.SLOWER) for c in cset.comparisons)
     assert fp <= _upper(trials)
 
 
@@ -177,60 +178,60 @@ def test_holm_and_bh_adjust_per_family():
     s += gen(rng, reps=10, cv=0.02, factors={"relaxed": 1.10}, variants=("full", "relaxed"),
              op="real")
     other = gen(rng, reps=10, cv=0.05, variants=("full", "relaxed"), arch="arm64")
-    holm = stats.compare_cells(s + other, correction="holm", n_resamples=300)
-    bh = stats.compare_cells(s + other, correction="bh", n_resamples=300)
+    holm = compare.compare_cells(s + other, correction="holm", n_resamples=300)
+    bh = compare.compare_cells(s + other, correction="bh", n_resamples=300)
     assert len(holm.comparisons) == 8
     for h, b in zip(holm.comparisons, bh.comparisons):
         assert h.p_adjusted >= h.test.p_value
         assert b.p_adjusted <= h.p_adjusted + 1e-12
-        assert (h.kind == effects.FASTER) == (h.cell.op == "real")
+        assert (h.kind == verdicts.FASTER) == (h.cell.op == "real")
     # the arm64 comparison is a family of its own: its p is not adjusted
     (arm,) = [h for h in holm.comparisons if h.cell.arch == "arm64"]
     assert arm.p_adjusted == arm.test.p_value
     with pytest.raises(QrwbenchError):
-        stats.compare_cells(s, correction="bonferroni-ish")
+        compare.compare_cells(s, correction="bonferroni-ish")
 
 
 def test_min_effect_turns_small_real_effects_into_equivalent_or_inconclusive():
     rng = np.random.default_rng(9)
     s = gen(rng, reps=30, cv=0.01, factors={"relaxed": 1.03}, variants=("full", "relaxed"))
-    (c,) = stats.compare_cells(s).comparisons
-    assert c.kind == effects.FASTER
-    (c,) = stats.compare_cells(s, min_effect=0.05).comparisons
-    assert c.kind == effects.EQUIVALENT and c.verdict.startswith("equivalent within +-3."), c.verdict
+    (c,) = compare.compare_cells(s).comparisons
+    assert c.kind == verdicts.FASTER
+    (c,) = compare.compare_cells(s, min_effect=0.05).comparisons
+    assert c.kind == verdicts.EQUIVALENT and c.verdict.startswith("equivalent within +-3."), c.verdict
 
 
 def test_missing_baseline_and_empty_selection_are_errors():
     rng = np.random.default_rng(1)
     s = gen(rng, variants=("acquire", "relaxed"))
     with pytest.raises(QrwbenchError, match="baseline variant 'full'.*acquire, relaxed"):
-        stats.compare_cells(s)
+        compare.compare_cells(s)
     with pytest.raises(QrwbenchError, match="empty selection"):
-        stats.compare_cells([])
-    ok = stats.compare_cells(s, baselines={"atomics": "acquire"}, n_resamples=200)
+        compare.compare_cells([])
+    ok = compare.compare_cells(s, baselines={"atomics": "acquire"}, n_resamples=200)
     assert [c.variant for c in ok.comparisons] == ["relaxed"]
-    assert stats.parse_baselines(["atomics=acquire"])["atomics"] == "acquire"
+    assert compare.parse_baselines(["atomics=acquire"])["atomics"] == "acquire"
     with pytest.raises(QrwbenchError):
-        stats.parse_baselines(["atomics"])
+        compare.parse_baselines(["atomics"])
 
 
 def test_too_few_samples_could_not_judge():
-    t = stats.compare_samples([1.0, 2.0], [1.0, 2.0, 3.0])
+    t = windows.compare_samples([1.0, 2.0], [1.0, 2.0, 3.0])
     assert not t.judged
-    assert stats.verdict(t, math.nan).startswith("could not judge")
+    assert verdicts.window_verdict(t, math.nan).startswith("could not judge")
 
 
 def test_mde_follows_noise_and_sample_size():
-    small = stats.mde(0.02, 0.02, 20, 20)
-    assert stats.mde(0.04, 0.04, 20, 20) == pytest.approx(2 * small)
-    assert stats.mde(0.02, 0.02, 80, 80) == pytest.approx(small / 2)
-    assert math.isinf(stats.mde(0.02, 0.02, 3, 3))        # min p of 3 vs 3 is 0.1
+    small = windows.mde(0.02, 0.02, 20, 20)
+    assert windows.mde(0.04, 0.04, 20, 20) == pytest.approx(2 * small)
+    assert windows.mde(0.02, 0.02, 80, 80) == pytest.approx(small / 2)
+    assert math.isinf(windows.mde(0.02, 0.02, 3, 3))        # min p of 3 vs 3 is 0.1
 
 
 def test_cliffs_delta_extremes():
-    t = stats.compare_samples([5, 6, 7, 8], [1, 2, 3, 4])
+    t = windows.compare_samples([5, 6, 7, 8], [1, 2, 3, 4])
     assert t.cliffs_delta == 1.0
-    t = stats.compare_samples([1, 2, 3, 4], [5, 6, 7, 8])
+    t = windows.compare_samples([1, 2, 3, 4], [5, 6, 7, 8])
     assert t.cliffs_delta == -1.0
 
 
@@ -239,18 +240,18 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
     null = []
     for k in range(60):
         null += gen(rng, reps=10, cv=0.05, op=f"op{k}")
-    aa = stats.aa_control(null)
+    aa = calibration.aa_control(null)
     assert aa.n_judged == 240
     assert aa.n_significant <= _upper(aa.n_judged)
     inj = []
     for k in range(2):
         inj += gen(rng, reps=10, cv=0.02, copy_factor=0.95, op=f"op{k}",
                    params='{"aa_inject_mb":1}', placement="percpu")
-    rep = stats.aa_control(inj)
+    rep = calibration.aa_control(inj)
     kinds = {r.kind for r in rep.results}
     assert kinds == {"inject"} and rep.n_judged == 0      # not counted as A/A
-    assert stats.calibration_line(rep).endswith("injected barrier detected 8 of 8")
-    assert stats.calibration_failed(rep) == []
+    assert calibration.calibration_line(rep).endswith("injected barrier detected 8 of 8")
+    assert calibration.calibration_failed(rep) == []
 
 
 def test_an_injected_barrier_on_a_shared_line_is_shown_but_not_counted():
@@ -262,26 +263,26 @@ def test_an_injected_barrier_on_a_shared_line_is_shown_but_not_counted():
             placement="shared")
     s += gen(rng, reps=10, cv=0.02, copy_factor=0.95, params='{"aa_inject_mb":1}',
              placement="percpu")
-    aa = stats.aa_control(s)
+    aa = calibration.aa_control(s)
     shared = [r for r in aa.results if r.cell.placement == "shared"]
     assert len(shared) == 4 and all(r.significant and r.effect.estimate > 0 for r in shared)
-    assert stats.barrier_hits(aa) == (4, 4)
-    assert stats.calibration_failed(aa) == []
-    one = stats.aa_control(gen(rng, reps=10, cv=0.02, copy_factor=1.0,
-                               params='{"aa_inject_mb":1,"threads":1}'))
-    assert stats.barrier_hits(one)[1] == 4          # one thread: its line is its own
+    assert calibration.barrier_hits(aa) == (4, 4)
+    assert calibration.calibration_failed(aa) == []
+    one = calibration.aa_control(gen(rng, reps=10, cv=0.02, copy_factor=1.0,
+                                     params='{"aa_inject_mb":1,"threads":1}'))
+    assert calibration.barrier_hits(one)[1] == 4          # one thread: its line is its own
 
 
 def test_calibration_fails_when_the_barrier_is_missed_or_aa_is_too_often_significant():
     rng = np.random.default_rng(78)
-    missed = stats.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}', placement="percpu"))
+    missed = calibration.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}', placement="percpu"))
     # no cost at all: found only where the test's 5 % error rate says "slower"
-    assert re.search(r"detected in only [0-2] of 4", stats.calibration_failed(missed)[0])
+    assert re.search(r"detected in only [0-2] of 4", calibration.calibration_failed(missed)[0])
     biased = []
     for k in range(10):
         biased += gen(rng, reps=10, cv=0.01, copy_factor=0.95, op=f"op{k}")
-    bad = stats.aa_control(biased)
-    assert "A/A false positives 40 of 40" in stats.calibration_failed(bad)[0]
+    bad = calibration.aa_control(biased)
+    assert "A/A false positives 40 of 40" in calibration.calibration_failed(bad)[0]
 
 
 def test_calibration_names_the_targets_that_missed_and_what_one_barrier_costs_there():
@@ -295,10 +296,10 @@ def test_calibration_names_the_targets_that_missed_and_what_one_barrier_costs_th
         s += gen(rng, reps=10, cv=0.01, op="smp_mb", arch=arch, variants=("full",),
                  factors={"full": mb}, copies=(0,))
         s += gen(rng, reps=10, cv=0.01, op="empty", arch=arch, variants=("relaxed",), copies=(0,))
-    aa = stats.aa_control(s)
+    aa = calibration.aa_control(s)
     assert aa.barrier_ns["x86_64/tcg/qemu64 2v"] == pytest.approx(40, rel=0.05)
     assert abs(aa.barrier_ns["arm64/tcg/qemu64 2v"]) < 2
-    (why,) = stats.calibration_failed(aa)
+    (why,) = calibration.calibration_failed(aa)
     assert re.search(r"detected in only [4-5] of 8 cells \(arm64/tcg/qemu64 2v [01] of 4, one "
                      r"smp_mb\(\) -?[01]\.\d ns; x86_64/tcg/qemu64 2v 4 of 4, one smp_mb\(\) "
                      r"(39|40|41)\.\d ns\)", why), why
@@ -309,56 +310,56 @@ def test_boot_level_aa_uses_the_normalized_kernel_values():
     module copy in the same boot, the two halves agree."""
     rng = np.random.default_rng(4)
     s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.10)
-    aa = stats.aa_control(s)
+    aa = calibration.aa_control(s)
     (b,) = [r for r in aa.results if r.kind == "boot"]
     assert b.test.judged and not b.significant and (b.test.n_a, b.test.n_b) == (3, 3)
 
 
 def test_within_boot_cv_measures_the_noise():
     rng = np.random.default_rng(8)
-    low = stats.within_boot_cv(_samples(rng, reps=40, cv=0.01))
-    high = stats.within_boot_cv(_samples(rng, reps=40, cv=0.08))
+    low = noise.within_boot_cv(_samples(rng, reps=40, cv=0.01))
+    high = noise.within_boot_cv(_samples(rng, reps=40, cv=0.08))
     assert all(0.005 < r["within_cv"] < 0.02 for r in low)
     assert all(0.05 < r["within_cv"] < 0.12 for r in high)
 
 
 def test_fairness():
-    assert stats.jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
-    assert stats.jain_index([8, 0, 0, 0]) == pytest.approx(0.25)
-    f = stats.fairness([10, 5])
+    assert fairness.jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert fairness.jain_index([8, 0, 0, 0]) == pytest.approx(0.25)
+    f = fairness.fairness([10, 5])
     assert f["min_max"] == 0.5 and f["min"] == 5 and f["max"] == 10
-    rows = stats.run_fairness(_samples(np.random.default_rng(1), reps=3))
+    rows = fairness.run_fairness(_samples(np.random.default_rng(1), reps=3))
     assert rows and all(0.5 < r["jain"] <= 1.0 for r in rows)
 
 
 def test_stability_rule():
-    assert stats.stable_samples([100, 101, 99, 100])[0]
-    ok, why = stats.stable_samples([100, 130, 100, 100])
+    assert noise.stable_samples([100, 101, 99, 100])[0]
+    ok, why = noise.stable_samples([100, 130, 100, 100])
     assert not ok and "gap" in why
-    ok, why = stats.stable_samples([100, 101])
+    ok, why = noise.stable_samples([100, 101])
     assert not ok and "too few" in why
 
 
 def test_stability_rule_sets_aside_one_outlier_in_ten():
     # the CI case: nine boots at 0.68-0.72, one at 0.89 (min-max gap 30 %)
     x = [0.684, 0.69, 0.692, 0.695, 0.696, 0.7, 0.705, 0.709, 0.716, 0.893]
-    assert stats.stable_samples(x) == (True, "")
+    assert noise.stable_samples(x) == (True, "")
     # the same outlier fails the rule with fewer than 5 samples (no fences)
-    ok, why = stats.stable_samples([0.69, 0.70, 0.71, 0.893])
+    ok, why = noise.stable_samples([0.69, 0.70, 0.71, 0.893])
     assert not ok and "gap" in why
     # more than a fifth outside the fences is not "an outlier": still unstable
-    ok, why = stats.stable_samples([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 1.4, 1.45, 1.5])
+    ok, why = noise.stable_samples([1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 1.4, 1.45, 1.5])
     assert not ok and "gap" in why
     # a spread that is wide everywhere is not rescued by the fences
-    ok, why = stats.stable_samples([0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2])
+    ok, why = noise.stable_samples([0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2])
     assert not ok and "outlier" not in why
 
 
 def test_samples_separate_rule():
-    assert stats.samples_separate([10, 11, 12], [20, 21, 22])
-    assert stats.samples_separate([20, 21, 22], [10, 11, 12])
-    assert not stats.samples_separate([10, 11, 20], [12, 13, 14])
-    assert not stats.samples_separate([10, 11], [20, 21])
+    assert noise.samples_separate([10, 11, 12], [20, 21, 22])
+    assert noise.samples_separate([20, 21, 22], [10, 11, 12])
+    assert not noise.samples_separate([10, 11, 20], [12, 13, 14])
+    assert not noise.samples_separate([10, 11], [20, 21])
 
 
 def _history(levels, n=5, cv=0.02, seed=0):
@@ -368,13 +369,13 @@ def _history(levels, n=5, cv=0.02, seed=0):
 
 def test_change_point_found_at_the_step():
     series = _history([100] * 6 + [88] * 5)
-    assert stats.change_points(series) == [6]
+    assert changepoints.change_points(series) == [6]
 
 
 def test_two_steps_and_no_step():
-    assert stats.change_points(_history([100] * 4 + [120] * 4 + [100] * 4, seed=3)) == [4, 8]
+    assert changepoints.change_points(_history([100] * 4 + [120] * 4 + [100] * 4, seed=3)) == [4, 8]
     for seed in range(10):
-        assert stats.change_points(_history([100] * 10, seed=seed)) == []
+        assert changepoints.change_points(_history([100] * 10, seed=seed)) == []
 
 
 def _kernel_boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, reps=10,
@@ -406,18 +407,18 @@ def test_kernel_builds_are_compared_through_the_in_boot_reference():
     side; raw per-boot throughputs could tell neither."""
     rng = np.random.default_rng(5)
     s = _kernel_boots(rng, "acqrel", 4) + _kernel_boots(rng, "full", 4)
-    (c,) = [c for c in stats.compare_cells(s).comparisons if c.cell.impl == "kernel"]
+    (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
     assert c.level == "kernel" and c.test.unit == "boot" and (c.test.n_a, c.test.n_b) == (4, 4)
-    assert c.kind == effects.EQUIVALENT, c.verdict
+    assert c.kind == verdicts.EQUIVALENT, c.verdict
     assert c.effect.method == "boots (normalized)"
     s = _kernel_boots(rng, "acqrel", 4) + _kernel_boots(rng, "full", 4, factor=0.95)
-    (c,) = [c for c in stats.compare_cells(s).comparisons if c.cell.impl == "kernel"]
-    assert c.kind == effects.SLOWER, c.verdict
+    (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
+    assert c.kind == verdicts.SLOWER, c.verdict
     # without the module's copy in the boots: raw boot values, and no answer
     s = _kernel_boots(rng, "acqrel", 4, with_reference=False) + \
         _kernel_boots(rng, "full", 4, factor=0.95, with_reference=False)
-    (c,) = stats.compare_cells(s).comparisons
-    assert "not normalized" in c.effect.method and c.kind == effects.INCONCLUSIVE, c.verdict
+    (c,) = compare.compare_cells(s).comparisons
+    assert "not normalized" in c.effect.method and c.kind == verdicts.INCONCLUSIVE, c.verdict
 
 
 def test_a_kernel_that_recompiles_the_reference_is_compared_unnormalized():
@@ -428,20 +429,20 @@ def test_a_kernel_that_recompiles_the_reference_is_compared_unnormalized():
     rng = np.random.default_rng(7)
     hazard = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
         _kernel_boots(rng, "full", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
-    (c,) = [c for c in stats.compare_cells(hazard).comparisons if c.cell.impl == "kernel"]
-    assert c.kind == effects.EQUIVALENT and c.effect.method == "boots (normalized)", c.verdict
+    (c,) = [c for c in compare.compare_cells(hazard).comparisons if c.cell.impl == "kernel"]
+    assert c.kind == verdicts.EQUIVALENT and c.effect.method == "boots (normalized)", c.verdict
     s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
         _kernel_boots(rng, "allfull", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
-    (c,) = [c for c in stats.compare_cells(s, baselines={"rwlock": "acqrel"}).comparisons
+    (c,) = [c for c in compare.compare_cells(s, baselines={"rwlock": "acqrel"}).comparisons
             if c.cell.impl == "kernel"]
     assert "recompiles the reference copy" in c.effect.method
-    assert c.kind == effects.SLOWER and -25 < effects.pct(c.effect.estimate) < -15, c.verdict
+    assert c.kind == verdicts.SLOWER and -25 < effects.pct(c.effect.estimate) < -15, c.verdict
 
 
 def test_one_boot_a_side_cannot_judge_kernel_builds():
     rng = np.random.default_rng(6)
     s = _kernel_boots(rng, "acqrel", 1) + _kernel_boots(rng, "full", 1, factor=0.5)
-    (c,) = [c for c in stats.compare_cells(s).comparisons if c.cell.impl == "kernel"]
+    (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
     assert not c.test.judged and "too few boots (1 vs 1; need 2 a side)" in c.verdict
     assert c.verdict.startswith("inconclusive")
 
@@ -449,7 +450,7 @@ def test_one_boot_a_side_cannot_judge_kernel_builds():
 def test_summary_line_counts_every_kind():
     rng = np.random.default_rng(7)
     s = gen(rng, factors={"relaxed": 0.9, "acquire": 1.1})
-    cset = stats.compare_cells(s)
+    cset = compare.compare_cells(s)
     line = cset.summary_line()
     assert line.startswith("comparisons: 3 judged of 3 distinguishable (slower 1, faster 1, "
                            "equivalent 1, inconclusive 0); emulator-blind 0, identical code 0; "

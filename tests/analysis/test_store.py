@@ -10,7 +10,7 @@ import pytest
 
 import synth
 from qrwbench.results import records, rundir, store
-from qrwbench.analysis import stats
+from qrwbench.analysis import compare
 from qrwbench.errors import QrwbenchError
 
 
@@ -97,7 +97,7 @@ def test_bad_run_is_stored_failed_without_samples(tmp_path, db, name):
     assert {s["run_id"] for s in samples} == {"good"}
     assert [r["run_id"] for r in failed] == [res.run_id]
     # absent from statistics: the bad run's 5x "relaxed" would show otherwise
-    cset = stats.compare_cells(samples, n_resamples=200)
+    cset = compare.compare_cells(samples, n_resamples=200)
     assert all(c.test.n_a == _n_per_variant(good) for c in cset.comparisons)
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import TOP, kernel_dir
 from loopback import Loopback
-from qrwbench.analysis import stats
+from qrwbench.analysis import compare
 from qrwbench.run import remote
 from qrwbench.vocab import InputError
 from qrwbench.cell import Cell
@@ -174,7 +174,7 @@ def test_the_host_is_a_blocking_factor():
                         "run_id": f"{host}-{boot}", "rep": rep, "host": host,
                         "started_at": f"{boot}", "per_thread_ops": [1, 1],
                         "throughput": 1e7 * speed * f * rng.lognormal(0, 0.01)})
-    cset = stats.compare_cells(samples)
+    cset = compare.compare_cells(samples)
     assert sorted(c.cell.host for c in cset.comparisons) == ["a", "b"]
     for c in cset.comparisons:
         assert {r.split("-")[0] for r in c.runs} == {c.cell.host}

@@ -8,7 +8,8 @@ from scipy import stats as sps
 
 from conftest import kernel_dir
 from qrwbench.results import store
-from qrwbench.analysis import stats
+from qrwbench.analysis import calibration, verdicts
+from qrwbench.defaults import ALPHA
 from qrwbench.run import boot
 from qrwbench.cell import Cell
 
@@ -41,12 +42,12 @@ def aa_boots(tmp_path_factory):
                          reps=8, duration_ms=3) for i in range(AA_BOOTS)]
 
 
-def aa_verdicts(samples, alpha=stats.ALPHA) -> dict:
+def aa_verdicts(samples, alpha=ALPHA) -> dict:
     """{(op, variant): verdict} of copy 1 vs copy 0, Holm-adjusted over the family."""
-    aa = stats.aa_control(samples, boots=False, alpha=alpha)
+    aa = calibration.aa_control(samples, boots=False, alpha=alpha)
     judged = [r for r in aa.results if r.test.judged]
-    padj = stats.adjust([r.test.p_value for r in judged], alpha=alpha)
-    return {(r.cell.op, r.variant): stats.verdict(r.test, p, alpha=alpha)
+    padj = verdicts.adjust([r.test.p_value for r in judged], alpha=alpha)
+    return {(r.cell.op, r.variant): verdicts.window_verdict(r.test, p, alpha=alpha)
             for r, p in zip(judged, padj)}
 
 
@@ -62,34 +63,34 @@ def test_aa_identical_copies_show_no_significant_difference(aa_boots):
     verdicts = aa_verdicts([s for b in aa_boots for s in b], alpha=AA_FAMILY_ALPHA)
     assert {"atomic_add_return", "atomic_cmpxchg", "smp_load_acquire"} <= {op for op, _ in verdicts}
     assert len(verdicts) >= 9
-    assert set(verdicts.values()) == {stats.NO_DIFF}, verdicts
+    assert set(verdicts.values()) == {verdicts.NO_DIFF}, verdicts
 
 
 def test_aa_false_positives_per_boot_are_consistent_with_alpha(aa_boots):
     k = n = 0
     for b in aa_boots:
-        aa = stats.aa_control(b, boots=False)
+        aa = calibration.aa_control(b, boots=False)
         k += aa.n_significant
         n += aa.n_judged
     assert n >= AA_BOOTS * 9
-    p = sps.binomtest(k, n, stats.ALPHA, alternative="greater").pvalue
-    assert p >= 0.01, f"{k} of {n} A/A comparisons significant at alpha {stats.ALPHA}: binomial p={p:.3g}"
+    p = sps.binomtest(k, n, ALPHA, alternative="greater").pvalue
+    assert p >= 0.01, f"{k} of {n} A/A comparisons significant at alpha {ALPHA}: binomial p={p:.3g}"
 
 
 def test_injected_barrier_is_detected_as_slower(tmp_path):
     # one vCPU: the guest competes less with the (shared, 2-core) host's load
     samples = boot_samples(tmp_path, "inject", 77, vcpus=1, ops="atomic_add_return,smp_load_acquire",
                            placement="percpu", reps=60, duration_ms=2, aa_inject_mb=1)
-    aa = stats.aa_control(samples, boots=False)
+    aa = calibration.aa_control(samples, boots=False)
     got = {(r.cell.op, r.variant): r for r in aa.results}
     want = [("atomic_add_return", o) for o in ("full", "acquire", "release", "relaxed")]
     want.append(("smp_load_acquire", "acquire"))
-    padj = dict(zip(got, stats.adjust([r.test.p_value for r in got.values()])))
+    padj = dict(zip(got, verdicts.adjust([r.test.p_value for r in got.values()])))
     for key in want:
         r = got[key]
         assert r.test.judged, (key, r.test.why)
         # copy 1 (with the barrier) against copy 0: less throughput
-        assert stats.verdict(r.test, padj[key]) == stats.SLOWER, (key, r.test)
+        assert verdicts.window_verdict(r.test, padj[key]) == verdicts.SLOWER, (key, r.test)
         assert r.significant and r.test.ratio_high < 1.0
     # the A/A check above would have failed on this boot: it can fail
-    assert set(aa_verdicts(samples).values()) != {stats.NO_DIFF}
+    assert set(aa_verdicts(samples).values()) != {verdicts.NO_DIFF}

@@ -88,10 +88,6 @@ def pct(log_ratio: float) -> float:
     return (math.exp(log_ratio) - 1.0) * 100.0
 
 
-def _rng(seed):
-    return np.random.default_rng(seed)
-
-
 def block_log_ratios(a: dict, b: dict) -> list[np.ndarray]:
     """Per boot, the log ratios a/b of the blocks both sides measured.
 
@@ -206,25 +202,3 @@ def boots(a: list[float], b: list[float], *, confidence=CONFIDENCE) -> Effect:
     e.p_value = float(sps.ttest_ind(a, b, equal_var=False).pvalue)
     e.judged = True
     return e
-
-
-# ------------------------------------------------------------------ verdicts
-
-SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE = "slower", "faster", "equivalent", "inconclusive"
-JUDGED = (SLOWER, FASTER, EQUIVALENT)
-
-
-def verdict(e: Effect, p_adjusted: float, *, alpha: float, margin_pct: float) -> tuple[str, str]:
-    """(kind, text): "slower by x % [lo, hi]", "faster by ...", "equivalent
-    within +-m %" (the whole interval inside +-margin_pct; m is its larger
-    bound), else "inconclusive (CI +-y %)"."""
-    if not e.judged:
-        return INCONCLUSIVE, f"inconclusive: {e.why}"
-    lo, mid, hi = pct(e.low), pct(e.estimate), pct(e.high)
-    if e.significant(p_adjusted, alpha):
-        kind = FASTER if e.estimate > 0 else SLOWER
-        return kind, f"{kind} by {abs(mid):.1f} % [{lo:+.1f}, {hi:+.1f}]"
-    m = max(abs(lo), abs(hi))
-    if m <= margin_pct:
-        return EQUIVALENT, f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
-    return INCONCLUSIVE, f"inconclusive (CI +-{e.half_width_pct:.1f} %)"

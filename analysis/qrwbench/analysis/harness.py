@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cell import Cell
-from . import effects, stats
+from . import effects, perboot
 
 EMPTY = ("empty", "relaxed")     # the harness op of qrwb_ops.def and its ordering
 
@@ -64,7 +64,7 @@ def _log_ns(runs: dict, threads: int) -> list[np.ndarray]:
 def op_costs(samples) -> list[OpCost]:
     """One OpCost per atomics cell and variant that has enough blocks, the
     harness share where the cell's boots also ran the empty op."""
-    reps = stats.group_reps(samples, copy=0)
+    reps = perboot.group_reps(samples, copy=0)
     out = []
     for cell in sorted(reps):
         if cell.workload != "atomics":

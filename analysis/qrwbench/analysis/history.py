@@ -2,8 +2,9 @@
 
 A history is one metric (a cell, a variant, copy 0, throughput) across the
 commits that have results, in git order. Change points come from
-:func:`qrwbench.analysis.stats.change_points` (binary segmentation with Mann-Whitney
-splits), as airspeed velocity marks steps in its history graphs.
+:func:`qrwbench.analysis.changepoints.change_points` (binary segmentation
+with Mann-Whitney splits), as airspeed velocity marks steps in its history
+graphs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from .. import gitutil
 from ..cell import Cell
-from . import stats
+from . import changepoints, windows
 
 COMMIT_FIELD = {"rig": "rig_commit", "kernel": "kernel_tree_commit"}
 
@@ -26,7 +27,7 @@ class History:
     variant: str
     commits: list[str]              # oldest first
     samples: list[np.ndarray]
-    summaries: list[stats.Summary]
+    summaries: list[windows.Summary]
     changes: list[int]              # index of the first commit of each new level
 
     @property
@@ -75,6 +76,6 @@ def histories(samples, *, key: str = "rig", repo=None, min_commits: int = 2,
             continue
         arrays = [np.asarray(per[c]) for c in commits]
         out.append(History(cell, variant, commits, arrays,
-                           [stats.summarize(a, n_resamples=n_resamples) for a in arrays],
-                           stats.change_points(arrays, alpha=alpha, min_change=min_change)))
+                           [windows.summarize(a, n_resamples=n_resamples) for a in arrays],
+                           changepoints.change_points(arrays, alpha=alpha, min_change=min_change)))
     return out

@@ -2,9 +2,10 @@
 
 After the matrix's first ``boots`` boots per cell, `make bench` works in
 rounds. Each round it judges every comparison of the runs so far
-(:func:`qrwbench.analysis.stats.compare_cells`). A comparison needs more precision
-while its CI half-width is above its target (``target_pct`` in-boot,
-``kernel_target_pct`` for kernel builds) or it could not be judged yet.
+(:func:`qrwbench.analysis.compare.compare_cells`). A comparison needs more
+precision while its CI half-width is above its target (``target_pct``
+in-boot, ``kernel_target_pct`` for kernel builds) or it could not be judged
+yet.
 
 How many boots a cell gets in a round comes from the measured widths: a
 cell's interval narrows like 1/sqrt(boots) (the blocks of a boot are fixed,
@@ -43,7 +44,7 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from . import stats
+from . import calibration, compare
 
 TARGET, MAX_BOOTS, FAILURES, BUDGET = "target", "max_boots", "failures", "budget"
 SETTLED = "settled"     # identical code or emulator-blind: more boots cannot help
@@ -75,7 +76,7 @@ class Plan:
         return max(statistics.fmean(known) if known else 1.0, 1e-3)
 
 
-def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
+def needs_more(c: compare.Comparison, target_pct: dict) -> bool:
     """True while a comparison's CI is wider than its level's target, or it
     could not be judged at all; never for a settled one (identical code,
     emulator-blind)."""
@@ -90,15 +91,15 @@ def needs_more(c: stats.Comparison, target_pct: dict) -> bool:
 MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
 
 
-def missed_barrier_targets(aa: stats.AAReport) -> set:
+def missed_barrier_targets(aa: calibration.AAReport) -> set:
     """(arch, accel, cpu, vCPUs) of the targets where an injected barrier
-    that can only add cost (stats.calibrates) was not yet found slower."""
+    that can only add cost (calibration.calibrates) was not yet found slower."""
     return {(r.cell.arch, r.cell.accel, r.cell.cpu, r.cell.vcpus) for r in aa.results
-            if r.kind == "inject" and stats.calibrates(r.cell)
+            if r.kind == "inject" and calibration.calibrates(r.cell)
             and not (r.test.judged and r.significant and r.effect.estimate < 0)}
 
 
-def next_round(plan: Plan, cset: stats.ComparisonSet, run_cell: dict,
+def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
                remaining_s: float = math.inf, calibrating=()) -> list:
     """Cell keys to boot this round, a key once per boot it gets (sorted by
     value; the caller shuffles them). ``run_cell``: run_id -> cell key of
@@ -156,7 +157,7 @@ def ended_by_counts(plan: Plan) -> Counter:
     return Counter(st.ended_by or TARGET for st in plan.cells.values())
 
 
-def comparison_ended_by(c: stats.Comparison, target_pct: dict, run_cell: dict,
+def comparison_ended_by(c: compare.Comparison, target_pct: dict, run_cell: dict,
                         cell_ended: dict) -> str:
     """What ended a comparison's measuring: "target" when its CI reached the
     target, else the stopping reason of a cell it drew on (budget, max_boots,

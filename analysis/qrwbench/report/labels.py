@@ -21,7 +21,7 @@ ALL = (IDENTICAL, BLIND, DISTINCT, UNKNOWN)
 
 
 def label(c, audit) -> str:
-    """The label of one :class:`qrwbench.analysis.stats.Comparison` (``audit``:
+    """The label of one :class:`qrwbench.analysis.compare.Comparison` (``audit``:
     the :class:`qrwbench.analysis.codeid.Audit` it was judged with, or None)."""
     if c.identical_code:
         return IDENTICAL

@@ -5,7 +5,7 @@ docs/validity.md tabulates, per (arch, CPU model, vCPUs, workload[, impl]):
 
 * within-boot CV (median over cells of the median over boots of the CV of one
   boot's reps) and between-boot CV (CV of the boots' medians);
-* A/A false positives: copy 1 vs copy 0 (paired blocks, ``stats.aa_control``),
+* A/A false positives: copy 1 vs copy 0 (paired blocks, ``calibration.aa_control``),
   consecutive boots of one cell on raw throughput (:func:`raw_boot_aa`), and
   copy 1 vs copy 0 in each boot alone;
 * the minimum detectable effect at 80 % power for one boot and pooled;
@@ -13,7 +13,7 @@ docs/validity.md tabulates, per (arch, CPU model, vCPUs, workload[, impl]):
   in the boot's run order, in buckets of ``width`` windows: a warm-up or a
   slow phase shows as buckets below 1.
 
-All statistics come from :mod:`qrwbench.analysis.stats` (scipy); this module only
+All statistics come from :mod:`qrwbench.analysis` (scipy); this module only
 groups and prints. ``make noise`` runs bench/matrix/validity.toml into its
 own DB and prints this.
 """
@@ -30,7 +30,7 @@ from ..errors import QrwbenchError
 from ..cell import Cell
 from ..results import store
 
-# numpy, scipy and the modules that need them (report, stats) are imported
+# numpy, scipy and the modules that need them (report, analysis) are imported
 # where they are used: the command line imports this module to build its
 # parser, and `bench --plan` runs before `make deps` installed them.
 
@@ -49,9 +49,10 @@ def cv_table(samples) -> dict:
     """group -> within-boot CV, between-boot CV and MDEs (medians over cells)."""
     import numpy as np
 
-    from ..analysis import stats
+    from ..analysis import windows
+    from ..analysis.noise import within_boot_cv
     acc = defaultdict(lambda: defaultdict(list))
-    for w in stats.within_boot_cv(samples):
+    for w in within_boot_cv(samples):
         c = w["cell"]
         if not _measured(c) or math.isnan(w["within_cv"]):
             continue
@@ -61,9 +62,9 @@ def cv_table(samples) -> dict:
         a["between"].append(between)
         if w["copy"] == 0:
             per_boot = max(w["reps"] // max(w["runs"], 1), 1)
-            a["mde_boot"].append(stats.mde(w["within_cv"], w["within_cv"], per_boot, per_boot))
+            a["mde_boot"].append(windows.mde(w["within_cv"], w["within_cv"], per_boot, per_boot))
             total = math.hypot(w["within_cv"], between)
-            a["mde_pooled"].append(stats.mde(total, total, w["reps"], w["reps"]))
+            a["mde_pooled"].append(windows.mde(total, total, w["reps"], w["reps"]))
     return {g: {k: float(np.median(v)) for k, v in a.items()} | {"cells": len(a["within"])}
             for g, a in acc.items()}
 
@@ -81,8 +82,8 @@ def _tally(results) -> dict:
 def aa_table(samples, *, n_resamples=500) -> dict:
     """kind -> {(arch, cpu, workload): [significant, judged]} for the kinds
     'copy' (boots pooled), 'boot' (consecutive boots) and 'copy, one boot'."""
-    from ..analysis import stats
-    aa = stats.aa_control(samples, boots=False)
+    from ..analysis import calibration
+    aa = calibration.aa_control(samples, boots=False)
     out = {"copy": _tally(r for r in aa.results if r.kind == "copy"),
            "boot": _tally(raw_boot_aa(samples, n_resamples=n_resamples))}
     by_run = defaultdict(list)
@@ -90,17 +91,17 @@ def aa_table(samples, *, n_resamples=500) -> dict:
         by_run[s["run_id"]].append(s)
     one = []
     for rid in sorted(by_run):
-        one += stats.aa_control(by_run[rid], boots=False).results
+        one += calibration.aa_control(by_run[rid], boots=False).results
     out["copy, one boot"] = _tally(one)
     return out
 
 
 def raw_boot_aa(samples, *, alpha=ALPHA, n_resamples=500) -> list:
     """Consecutive boots of one cell and variant (copy 0) compared on their raw
-    windows (Mann-Whitney, ``stats.compare_samples``): the boot-to-boot spread
+    windows (Mann-Whitney, ``windows.compare_samples``): the boot-to-boot spread
     of absolute throughput, which is why kernel builds are compared through an
-    in-boot reference (stats.boot_values) and never on raw throughput."""
-    from ..analysis import stats
+    in-boot reference (perboot.boot_values) and never on raw throughput."""
+    from ..analysis import calibration, windows
     runs = defaultdict(lambda: defaultdict(list))
     order = {}
     for s in samples:
@@ -111,10 +112,10 @@ def raw_boot_aa(samples, *, alpha=ALPHA, n_resamples=500) -> list:
     for i, ((cell, variant), d) in enumerate(sorted(runs.items())):
         ids = sorted(d, key=lambda r: order[r])
         for k, (r0, r1) in enumerate(zip(ids, ids[1:])):
-            t = stats.compare_samples(d[r1], d[r0], n_resamples=n_resamples,
-                                      seed=[1000 + i, k], alpha=alpha)
-            r = stats.AAResult("boot", cell, variant, t, f"run {r1} vs {r0}")
-            r.significant = t.judged and t.p_value < alpha and (t.ratio_low > 1 or t.ratio_high < 1)
+            t = windows.compare_samples(d[r1], d[r0], n_resamples=n_resamples,
+                                        seed=[1000 + i, k], alpha=alpha)
+            r = calibration.AAResult("boot", cell, variant, t, f"run {r1} vs {r0}")
+            r.significant = t.significant(t.p_value, alpha)
             out.append(r)
     return out
 

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from .. import vocab  # noqa: E402
 from ..cell import Cell  # noqa: E402
-from ..analysis import stats  # noqa: E402
+from ..analysis import verdicts, windows  # noqa: E402
 
 PER_FIGURE = 12          # panels per figure
 MAX_FIGURES = 40         # per plot kind; the report says when more were left out
@@ -133,7 +133,7 @@ def _sweep(samples, x_field: str, drop_params: tuple, n_resamples: int):
         xs = {x for d in variants.values() for x in d}
         if len(xs) < 2:
             continue
-        out[g] = {v: {x: (stats.summarize(vals, n_resamples=n_resamples),
+        out[g] = {v: {x: (windows.summarize(vals, n_resamples=n_resamples),
                           oc[(g, v, x)]) for x, vals in sorted(d.items())}
                   for v, d in variants.items()}
     return out
@@ -225,8 +225,8 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
         if c.test.judged:
             groups[(c.cell.arch, c.cell.accel, c.cell.cpu, c.cell.workload)].append(c)
     written = []
-    colors = {stats.effects.FASTER: "tab:green", stats.effects.SLOWER: "tab:red",
-              stats.effects.EQUIVALENT: "tab:blue"}
+    colors = {verdicts.FASTER: "tab:green", verdicts.SLOWER: "tab:red",
+              verdicts.EQUIVALENT: "tab:blue"}
     for key, comps in sorted(groups.items()):
         comps.sort(key=lambda c: (c.cell, _variant_key(c.variant)))
         for start in range(0, len(comps), 40):
@@ -285,8 +285,8 @@ def _ratio_legend(chunk, colors) -> list:
     """Legend entries of a ratio plot: the verdict colours, then the hatches
     of the labels its bars carry."""
     handles = [Patch(facecolor=colors.get(k, "tab:gray"), label=k)
-               for k in (stats.effects.FASTER, stats.effects.SLOWER,
-                         stats.effects.EQUIVALENT, stats.effects.INCONCLUSIVE)]
+               for k in (verdicts.FASTER, verdicts.SLOWER,
+                         verdicts.EQUIVALENT, verdicts.INCONCLUSIVE)]
     for name, flag in (("identical code", "identical_code"), ("emulator-blind", "emulator_blind")):
         if any(getattr(c, flag) for c in chunk):
             handles.append(Patch(facecolor="white", edgecolor="black", hatch=HATCH[name],

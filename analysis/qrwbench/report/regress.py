@@ -7,12 +7,13 @@ metric by metric (cell x variant, copy 0), with the machinery of `make bench`
 
 0. one observation is one boot (the commits ran in different boots): where
    the boots measured the module's own acqrel qrwlock copy next to the
-   kernel's rwlock (impl=all), the boot's mean block log ratio to it, which
-   cancels the boot's and the host's speed; else the boot's mean log
-   throughput (``stats.boot_values``);
+   kernel's rwlock (impl=all), the boot's trimmed mean block log ratio to it,
+   which cancels the boot's and the host's speed; else the boot's trimmed
+   mean log throughput (``perboot.boot_values``);
 1. the change is Welch's t on those values (``effects.boots``: >= 2 boots a
    side), with its 95 % CI;
-2. three outcomes per metric, p Holm-adjusted over the metrics:
+2. three outcomes per metric, p Holm-adjusted over the metrics
+   (``verdicts.commit_change``):
    "regression" when the adjusted p < alpha, the CI excludes 0 and the
    estimate is at least ``threshold`` slower (default 5 %; "improvement"
    mirrors it); "no change, equivalent within +-m %" when the whole CI lies
@@ -37,11 +38,11 @@ from .. import gitutil
 from ..errors import QrwbenchError
 from ..cell import Cell
 from ..results import store
-from ..analysis import effects, history, stats
+from ..defaults import ALPHA
+from ..analysis import effects, history, noise, perboot, verdicts, windows
+from ..analysis.verdicts import IMPROVEMENT, NO_CHANGE, NOT_JUDGED, REGRESSION
 
 DEFAULT_THRESHOLD = 0.05
-REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (
-    "regression", "improvement", "no change", "could not judge")
 
 
 @dataclass
@@ -50,7 +51,7 @@ class MetricResult:
     variant: str
     base: np.ndarray
     target: np.ndarray
-    test: stats.Test | None = None
+    test: windows.Test | None = None
     p_adjusted: float = math.nan
     status: str = NOT_JUDGED
     why: str = ""
@@ -86,24 +87,6 @@ class RegressResult:
         return format_report(self)
 
 
-def _by_metric(samples, normalize=True):
-    """(cell, variant) -> (per-boot values in log units, normalized?, per-boot
-    medians for display). The two commits ran in different boots, so a boot
-    is one observation; where the boots measured the module's acqrel copy
-    next to the kernel's rwlock, a boot's value is the block log ratio to it
-    (``stats.boot_values``), which cancels the boot's speed (not when
-    ``normalize`` is false: the reference's code differs between the sides)."""
-    reps = stats.group_reps(samples, copy=0)
-    out = {}
-    for cell, variants in reps.items():
-        ref = stats.reference_runs(reps, cell) if normalize else None
-        for variant, runs in variants.items():
-            vals, norm = stats.boot_values(runs, ref)
-            shown = np.asarray([float(np.median(list(runs[r].values()))) for r in sorted(runs)])
-            out[(cell, variant)] = (np.asarray(vals), norm, shown)
-    return out
-
-
 def _resolve(repo, ref: str, known: list[str], what: str) -> str:
     """``gitutil.rev_parse``, its error naming the commits that have results."""
     try:
@@ -113,50 +96,35 @@ def _resolve(repo, ref: str, known: list[str], what: str) -> str:
 
 
 def compare_commits(target_samples, base_samples, *, threshold=DEFAULT_THRESHOLD,
-                    alpha=stats.ALPHA, correction="holm", n_resamples=stats.N_RESAMPLES,
+                    alpha=ALPHA, correction="holm", n_resamples=windows.N_RESAMPLES,
                     seed=0, normalize=True) -> list[MetricResult]:
     """Judge every metric present on both sides (see the module docstring);
     ``normalize=False``: raw boot values, for sides whose in-boot reference
     is not the same code."""
-    tgt, base = _by_metric(target_samples, normalize), _by_metric(base_samples, normalize)
+    tgt = perboot.boot_values_by_metric(target_samples, normalize)
+    base = perboot.boot_values_by_metric(base_samples, normalize)
     results = []
     for key in sorted(set(tgt) & set(base)):
         (tv, tn, tshow), (bv, bn, bshow) = tgt[key], base[key]
         r = MetricResult(key[0], key[1], bshow, tshow)
-        r.separate = stats.samples_separate(bshow, tshow)
+        r.separate = noise.samples_separate(bshow, tshow)
         e = effects.boots(tv, bv)
         if not normalize:
             e.method = "boots (not normalized: the reference copy's code differs)"
         elif not (tn and bn):
             e.method = "boots (not normalized: no in-boot reference)"
         r.effect = e
-        r.test = stats._effect_test(e, "boot", stats._NO_SUMMARY, stats._NO_SUMMARY)
+        r.test = windows.effect_test(e, "boot")
         if not e.judged:
             r.why = e.why
         results.append(r)
     judged = [r for r in results if r.test is not None and r.test.judged]
-    t = threshold * 100
-    for r, p in zip(judged, stats.adjust([r.test.p_value for r in judged], alpha=alpha,
-                                         correction=correction)):
+    for r, p in zip(judged, verdicts.adjust([r.test.p_value for r in judged], alpha=alpha,
+                                            correction=correction)):
         r.p_adjusted = float(p)
-        e = r.effect
-        low, high = effects.pct(e.low), effects.pct(e.high)
-        significant = e.significant(p, alpha)
-        if -t < low and high < t:
-            r.status = NO_CHANGE
-            m = max(abs(low), abs(high))
-            r.why = f"equivalent within +-{math.ceil(m * 10) / 10:.1f} %"
-        elif significant and r.test.ratio <= 1.0 - threshold:
-            r.status = REGRESSION
-        elif significant and r.test.ratio >= 1.0 + threshold:
-            r.status = IMPROVEMENT
-        else:
-            r.status = NOT_JUDGED
+        r.status, r.why = verdicts.commit_change(r.effect, p, alpha=alpha, threshold=threshold)
+        if r.status == NOT_JUDGED:
             r.test.judged = False
-            what = ("a change smaller than the threshold whose CI reaches it" if significant
-                    else f"includes both no change and a {threshold:.0%} change")
-            r.why = (f"{effects.pct(e.estimate):+.1f} % [{low:+.1f}, {high:+.1f}] {what}: "
-                     "measure more boots")
     return results
 
 
@@ -183,9 +151,9 @@ def _default_repo(conn, key: str):
 
 
 def regress(db=None, *, target: str = "HEAD", base: str | None = None,
-            threshold: float = DEFAULT_THRESHOLD, alpha: float = stats.ALPHA,
+            threshold: float = DEFAULT_THRESHOLD, alpha: float = ALPHA,
             correction: str = "holm", key: str = "rig", repo=None,
-            n_resamples: int = stats.N_RESAMPLES) -> RegressResult:
+            n_resamples: int = windows.N_RESAMPLES) -> RegressResult:
     """Compare ``target`` with ``base`` (see the module docstring)."""
     if not 0 < threshold < 1:
         raise QrwbenchError(f"threshold {threshold!r} must be a fraction between 0 and 1")
@@ -201,7 +169,7 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
             raise QrwbenchError(f"no results for {what} commit {target} ({tsha[:12]}); "
                                 f"commits with results: {_listing(known)}")
         tsamples = store.load_samples(conn, **{field_name: tcommit})
-        tkeys = set(_by_metric(tsamples))
+        tkeys = set(perboot.boot_values_by_metric(tsamples))
         if base is not None:
             bsha = _resolve(repo, base, known, what)
             bcommit = _db_commit(known, bsha)
@@ -213,7 +181,7 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
                 raise QrwbenchError(f"base {base} ({bsha[:12]}) has no results; "
                                     f"{what} commits with results: {_listing(known)}")
             bsamples = store.load_samples(conn, **{field_name: bcommit})
-            if not tkeys & set(_by_metric(bsamples)):
+            if not tkeys & set(perboot.boot_values_by_metric(bsamples)):
                 raise QrwbenchError(f"base {base} ({bsha[:12]}) has results but none for "
                                     f"the cells of {target} ({len(tkeys)} metrics)")
         else:
@@ -223,7 +191,7 @@ def regress(db=None, *, target: str = "HEAD", base: str | None = None,
                 if c is None or c == tcommit:
                     continue
                 cand = store.load_samples(conn, **{field_name: c})
-                if tkeys & set(_by_metric(cand)):
+                if tkeys & set(perboot.boot_values_by_metric(cand)):
                     bsha, bcommit, bsamples = anc, c, cand
                     break
             if bcommit is None:
@@ -267,13 +235,13 @@ def format_report(res: RegressResult) -> str:
                          f"{res.target[:12]} {res.target_subject}".rstrip())
     for r in res.results:
         if r.status == NOT_JUDGED:
-            lines.append(f"could not judge {r.metric}: {r.why}")
+            lines.append(f"{NOT_JUDGED} {r.metric}: {r.why}")
         elif r.status == NO_CHANGE and r.why:
-            lines.append(f"no change of {r.metric}: {r.why}")
+            lines.append(f"{NO_CHANGE} of {r.metric}: {r.why}")
     n = {s: sum(r.status == s for r in res.results)
          for s in (REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED)}
     lines.append(f"{n[REGRESSION]} regressions, {n[IMPROVEMENT]} improvements, "
-                 f"{n[NO_CHANGE]} unchanged, {n[NOT_JUDGED]} could not judge")
+                 f"{n[NO_CHANGE]} unchanged, {n[NOT_JUDGED]} {NOT_JUDGED}")
     lines += [f"note: {x}" for x in res.notes]
     lines += ["", f"{res.base[:12]:>16}  {res.target[:12]:>27}",
               "----------------  ---------------------------",
@@ -281,7 +249,7 @@ def format_report(res: RegressResult) -> str:
               "             \\          |                \\   (mean Mops/s; %change: geometric, per boot)"]
     for r in sorted(res.results, key=lambda r: r.metric):
         change = f"{r.test.pct_change:+7.1f}%" if r.test and r.test.judged else "      -"
-        mark = {REGRESSION: " <- regression", IMPROVEMENT: " <- improvement",
+        mark = {REGRESSION: f" <- {REGRESSION}", IMPROVEMENT: f" <- {IMPROVEMENT}",
                 NOT_JUDGED: " (not judged)"}.get(r.status, "")
         lines.append(f"{_mean_sd(r.base)}   {change}   {_mean_sd(r.target)}  "
                      f"{r.metric}{mark}")

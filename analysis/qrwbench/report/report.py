@@ -23,7 +23,9 @@ from .. import gitutil, matrix, outputs, vocab
 from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
 from ..results import store
-from ..analysis import codeid, harness, history, planner, stats
+from ..analysis import (calibration, codeid, compare, fairness, harness, history, noise,
+                        planner, windows)
+from ..defaults import ALPHA
 from . import browser, console, export, filtertable, litmus, nested, plots, summary, tables
 
 TCG_CAVEAT = "TCG: emulated; ordering costs reflect QEMU's translation"
@@ -41,8 +43,8 @@ class Selection:
 @dataclass
 class Analysis:
     selection: Selection
-    cset: stats.ComparisonSet
-    aa: stats.AAReport
+    cset: compare.ComparisonSet
+    aa: calibration.AAReport
     noise: list[dict]
     fair: list[dict]
     histories: list[history.History]
@@ -158,16 +160,16 @@ def mark_ended_by(cset, runs: list[dict], ended: dict) -> None:
         c.ended_by = planner.comparison_ended_by(c, matrix.DEFAULT_TARGET_PCT, run_cell, ended)
 
 
-def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.ALPHA,
+def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=ALPHA,
             correction="holm", min_effect=0.0, repo=".",
-            n_resamples=stats.N_RESAMPLES) -> Analysis:
+            n_resamples=windows.N_RESAMPLES) -> Analysis:
     sel = select(conn, commit, repo)
     identical = audit.is_identical if audit else None
-    cset = stats.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
-                               correction=correction, min_effect=min_effect,
-                               n_resamples=n_resamples, identical=identical,
-                               blind=audit.is_blind if audit else None)
-    aa = stats.aa_control(sel.samples, alpha=alpha)
+    cset = compare.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
+                                 correction=correction, min_effect=min_effect,
+                                 n_resamples=n_resamples, identical=identical,
+                                 blind=audit.is_blind if audit else None)
+    aa = calibration.aa_control(sel.samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, store.load_plan(conn, sel.rig_commit))
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
@@ -175,19 +177,19 @@ def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=stats.AL
     nested_runs = nested.split(store.load_runs(conn))[1]
     nested_table = nested.table(nested_runs, store.load_samples(
         conn, run_ids=[r["run_id"] for r in nested_runs])) if nested_runs else None
-    return Analysis(sel, cset, aa, stats.within_boot_cv(sel.samples),
-                    stats.run_fairness(sel.samples), hist,
+    return Analysis(sel, cset, aa, noise.within_boot_cv(sel.samples),
+                    fairness.run_fairness(sel.samples), hist,
                     _caveats(sel, cset, aa, audit), audit, _agreement(cset),
                     store.load_perf(conn, ok_ids), litmus.load(), nested_table)
 
 
 # ------------------------------------------------------------------- tables
 
-def _aa_table(aa: stats.AAReport) -> tables.Table:
+def _aa_table(aa: calibration.AAReport) -> tables.Table:
     rows = []
     for r in aa.results:
         t, e = r.test, r.effect
-        if r.kind == "inject" and not stats.calibrates(r.cell):
+        if r.kind == "inject" and not calibration.calibrates(r.cell):
             result = ("differs (shared line: not counted)" if r.significant
                       else "no difference (shared line: not counted)")
         elif r.kind == "inject":
@@ -205,7 +207,7 @@ def _aa_table(aa: stats.AAReport) -> tables.Table:
                         "Calibration: A/A (copy, boot) and the injected barrier")
 
 
-def _aa_summary(aa: stats.AAReport) -> str:
+def _aa_summary(aa: calibration.AAReport) -> str:
     if not aa.n_judged:
         return (f"A/A control: none of {len(aa.results)} A/A comparisons (copy 1 vs "
                 "copy 0, halves of a kernel's boots) had enough blocks or boots to judge; "
@@ -217,11 +219,11 @@ def _aa_summary(aa: stats.AAReport) -> str:
             + (f"; {skipped} more had too few blocks or boots to judge." if skipped else "."))
 
 
-def summary_lines(cset: stats.ComparisonSet, aa: stats.AAReport) -> list[str]:
+def summary_lines(cset: compare.ComparisonSet, aa: calibration.AAReport) -> list[str]:
     """The two machine-readable lines (end of make bench, top of the report),
     and a CALIBRATION FAILED line when the calibration does not hold."""
-    out = [cset.summary_line(), stats.calibration_line(aa)]
-    failed = stats.calibration_failed(aa)
+    out = [cset.summary_line(), calibration.calibration_line(aa)]
+    failed = calibration.calibration_failed(aa)
     if failed:
         out.append("CALIBRATION FAILED: " + "; ".join(failed) +
                    ": treat the verdicts with care")
@@ -519,7 +521,7 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
               f"{corr}-adjusted per arch/accelerator/CPU model/workload, alpha "
               f"{a.cset.alpha:g}. Verdicts: slower/faster by x % [CI] when significant; "
               "equivalent within +-m % when the whole CI lies inside the margin "
-              f"(+-{stats.MARGIN_PCT['in-boot']:g} % in-boot, +-{stats.MARGIN_PCT['kernel']:g} % "
+              f"(+-{compare.MARGIN_PCT['in-boot']:g} % in-boot, +-{compare.MARGIN_PCT['kernel']:g} % "
               "kernel builds; m is the CI's larger bound); else inconclusive with the CI's "
               "half-width. Median throughputs: 95% percentile-bootstrap CIs of the windows.")
     top = summary_lines(a.cset, a.aa)
@@ -584,8 +586,8 @@ def _write(a: Analysis, out: Path, *, n_resamples: int) -> dict:
 
 
 def build(db=None, out="build/report", *, commit="latest", audit_path=None,
-          baselines=None, alpha=stats.ALPHA, correction="holm", min_effect=0.0,
-          repo=".", n_resamples=stats.N_RESAMPLES, screenshot=False) -> dict:
+          baselines=None, alpha=ALPHA, correction="holm", min_effect=0.0,
+          repo=".", n_resamples=windows.N_RESAMPLES, screenshot=False) -> dict:
     """Analyse and write the report; returns {'html', 'markdown', 'csv', 'json',
     'plots'} paths (comparisons.csv and .json: :mod:`export`), and with
     ``screenshot`` {'screenshot': first-screen.png or None, 'screenshot_note':
@@ -623,14 +625,14 @@ class Compared:
     """What ``compare`` computed: the selection (filtered), its comparisons,
     the A/A control and the audit they were labeled with."""
     selection: Selection
-    cset: stats.ComparisonSet
-    aa: stats.AAReport
+    cset: compare.ComparisonSet
+    aa: calibration.AAReport
     audit: codeid.Audit | None
 
 
-def compare_set(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
+def compare_set(db=None, *, commit="latest", baselines=None, alpha=ALPHA,
                 correction="holm", min_effect=0.0, repo=".", audit_path=None,
-                n_resamples=stats.N_RESAMPLES, run_ids=None, plan_commit=None,
+                n_resamples=windows.N_RESAMPLES, run_ids=None, plan_commit=None,
                 **filters) -> Compared:
     """The comparisons `make bench` prints at its end and ``compare`` prints
     (as text, CSV or JSON).
@@ -662,12 +664,12 @@ def compare_set(db=None, *, commit="latest", baselines=None, alpha=stats.ALPHA,
     if not samples:
         f = ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)
         raise QrwbenchError(f"empty selection: no samples for {sel.label} with {f}")
-    cset = stats.compare_cells(samples, baselines=baselines, alpha=alpha,
-                               correction=correction, min_effect=min_effect,
-                               n_resamples=n_resamples,
-                               identical=audit.is_identical if audit else None,
-                               blind=audit.is_blind if audit else None)
-    aa = stats.aa_control(samples, alpha=alpha)
+    cset = compare.compare_cells(samples, baselines=baselines, alpha=alpha,
+                                 correction=correction, min_effect=min_effect,
+                                 n_resamples=n_resamples,
+                                 identical=audit.is_identical if audit else None,
+                                 blind=audit.is_blind if audit else None)
+    aa = calibration.aa_control(samples, alpha=alpha)
     mark_ended_by(cset, sel.runs, ended)
     return Compared(Selection(sel.label, sel.rig_commit, samples, sel.runs), cset, aa, audit)
 

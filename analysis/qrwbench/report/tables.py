@@ -93,7 +93,7 @@ def _n(n: int, unit: str) -> str:
 
 
 def comparison_table(cset, *, title: str = "") -> Table:
-    """One row per (cell, variant) of a :class:`qrwbench.analysis.stats.ComparisonSet`,
+    """One row per (cell, variant) of a :class:`qrwbench.analysis.compare.ComparisonSet`,
     preceded by the cell's baseline row. n: paired blocks (in-boot) or boots
     per side (kernel builds)."""
     headers = ["cell", "variant", "n", "median Mops/s [95% CI]",

@@ -72,7 +72,7 @@ def take_lock(runs: Path):
     return f
 
 
-def _on_signal(signum, frame):
+def on_signal(signum, frame):
     qemu.kill_all()
     print(f"\nbench: interrupted by {signal.Signals(signum).name}: QEMU killed; "
           "completed runs are stored, re-run to resume", file=sys.stderr)
@@ -160,8 +160,8 @@ def runnable_cells(m: matrix.Matrix, verdicts: dict) -> list[Cell]:
 
 def calibrating(cells: list[Cell], samples: list) -> list:
     """The calibration cells whose injected barrier was not found yet."""
-    from ..analysis import planner, stats
-    missed = planner.missed_barrier_targets(stats.aa_control(samples, boots=False))
+    from ..analysis import calibration, compare, planner
+    missed = planner.missed_barrier_targets(calibration.aa_control(samples, boots=False))
     return sorted(c.key() for c in cells if c.params_dict().get("aa_inject_mb")
                   and (c.arch, c.accel, c.cpu, c.vcpus) in missed)
 
@@ -183,9 +183,9 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     ``executor`` (default: here, executor.Local); store the plan, print the
     totals and (``summary``) the comparison. 1 when any boot failed."""
     # numpy and scipy only here: `--plan` runs before `make deps` installed them
-    from ..analysis import planner, stats
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
+    from ..analysis import calibration, compare, planner
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     executor = executor or Local()
     cells = runnable_cells(m, executor.prepare(m))
     # what each comparison can show, before the plan (issue 26): the audits
@@ -214,7 +214,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         samples = store.load_samples(conn, run_ids=list(progress.run_cell))
         if not samples:
             break
-        cset = stats.compare_cells(samples, n_resamples=300, seed=rnd, **labels)
+        cset = compare.compare_cells(samples, n_resamples=300, seed=rnd, **labels)
         elapsed = progress.elapsed_s()
         # an executor runs `width` boots side by side: the budget buys that many at once
         keys = planner.next_round(plan, cset, progress.run_cell,
@@ -236,7 +236,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         # spend gives every cell still without a reason its own
         samples = store.load_samples(conn, run_ids=list(progress.run_cell))
         if samples:
-            planner.next_round(plan, stats.compare_cells(samples, n_resamples=300, seed=rnd,
+            planner.next_round(plan, compare.compare_cells(samples, n_resamples=300, seed=rnd,
                                                          **labels),
                                progress.run_cell, remaining_s=0,
                                calibrating=calibrating(cells, samples))

@@ -21,7 +21,7 @@ commit changed. GOOD is measured first; BAD is measured and must be judged bad
   runs of the same rig commit already in the store are reused);
 * GOOD's per-boot values must pass LKP's stability rule (>= 3 boots, min-max
   gap <= 20 %, relative stddev <= 20 %, after Tukey's fences:
-  ``stats.stable_samples``);
+  ``noise.stable_samples``);
 * compare with GOOD's boots (``regress.compare_commits``: one value per boot,
   normalized by the module's acqrel copy in the same boot, Welch's t with its
   CI, Holm-adjusted): a regression of any metric beyond the threshold: 1
@@ -163,6 +163,7 @@ def judge(conn, cell, good_runs, runs, *, threshold, alpha, normalize=True):
     """(exit status, results) of ``runs`` against GOOD's runs; ``normalize``
     false: raw boot values of every metric (the commit changed the module's
     reference copy, whose ratio would cancel the change)."""
+    from ..analysis import verdicts
     from ..report import regress
     of = ktree.samples_of if normalize else ktree.raw_samples_of
     base = of(conn, cell, good_runs)
@@ -170,16 +171,16 @@ def judge(conn, cell, good_runs, runs, *, threshold, alpha, normalize=True):
     res = regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha, normalize=normalize)
     if not res:
         return SKIP, res
-    if any(r.status == regress.REGRESSION for r in res):
+    if any(r.status == verdicts.REGRESSION for r in res):
         return BAD, res
-    if any(r.status == regress.NOT_JUDGED for r in res):
+    if any(r.status == verdicts.NOT_JUDGED for r in res):
         return SKIP, res
     return GOOD, res
 
 
 def unstable(res) -> bool:
-    from ..report import regress
-    return any(r.status == regress.NOT_JUDGED for r in res)
+    from ..analysis import verdicts
+    return any(r.status == verdicts.NOT_JUDGED for r in res)
 
 
 def describe(res) -> str:
@@ -353,13 +354,12 @@ def _run(state, cell, wd, t0) -> dict:
 def all_stable(conn, cell, run_ids):
     import numpy as np
 
-    from ..analysis import stats
-    from ..report import regress
-    by = regress._by_metric(ktree.samples_of(conn, cell, run_ids))
+    from ..analysis import noise, perboot
+    by = perboot.boot_values_by_metric(ktree.samples_of(conn, cell, run_ids))
     if not by:
         return False, "no samples"
     for (c, v), (vals, _, _) in sorted(by.items(), key=lambda kv: kv[0][0].metric(kv[0][1])):
-        ok, why = stats.stable_samples(np.exp(vals))     # the per-boot (normalized) values
+        ok, why = noise.stable_samples(np.exp(vals))     # the per-boot (normalized) values
         if not ok:
             return False, f"{c.metric(v)}: {why}"
     return True, ""

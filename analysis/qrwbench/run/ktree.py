@@ -76,10 +76,7 @@ def parse_cell(text: str) -> Cell:
             raise QrwbenchError(f"CELL {text!r}: parameter {k!r} given twice")
         params[k] = int(v) if _DIGITS.fullmatch(v) else v
         last = k
-    at = matrix._At(Path("CELL"))
-    for k, v in params.items():
-        matrix._check_param(at, "CELL", k, v)
-    matrix._check_threads(at, "", [int(vcpus)], params)
+    matrix.check_cell_params("CELL", int(vcpus), params)
     return Cell.boot(arch_name, accel, cpu, variant, workload, int(vcpus), params)
 
 
@@ -312,8 +309,11 @@ def normalized(samples):
     return out
 
 
-RATIO_GROUP = 0          # reps per ratio sample; 0: all reps of a boot (one sample per boot)
 RATIO_IMPL = "kernel/module"
+# A ratio sample's ``throughput`` is the ratio times RATIO_SCALE, so that the
+# tables that print throughputs in Mops/s (x / 1e6: regress, bench-series)
+# print the ratio itself.
+RATIO_SCALE = 1e6
 
 
 def ratio_mode(cell: Cell) -> bool:
@@ -322,34 +322,30 @@ def ratio_mode(cell: Cell) -> bool:
     return cell.workload == "rwlock" and cell.params_dict().get("impl", "all") == "all"
 
 
-def ratio_samples(samples, group: int = RATIO_GROUP) -> list[dict]:
-    """One sample per boot (or per group of ``group`` consecutive reps): the median
-    over those reps of kernel rwlock throughput / in-module acqrel copy throughput of the
-    same rep (copy 0). The module's copy does not change with the kernel commit,
-    so the ratio cancels the boot's and the host's speed, which on a shared 2-core
-    TCG host moves absolute numbers by 30-50 % between and within boots. The
-    ratio is stored as ``throughput`` x 1e6 (shown as 'Mops/s' = the ratio)."""
-    import numpy as np
-    ref, ker = {}, {}
+def ratio_samples(samples) -> list[dict]:
+    """One sample per boot (and comparison cell): the kernel's rwlock against
+    the module's acqrel copy 0 of the same reps, normalized as every
+    comparison across boots is (:func:`qrwbench.analysis.perboot.boot_ratio`:
+    the trimmed mean of the blocks' log ratios), stored as ``throughput`` =
+    ratio x RATIO_SCALE under impl RATIO_IMPL. The module's copy does not
+    change with the kernel commit, so the ratio cancels the boot's and the
+    host's speed, which on a shared 2-core TCG host moves absolute numbers by
+    30-50 % between and within boots. Boots without the reference are left out."""
+    import math
+
+    from ..analysis import perboot
+    reps = perboot.group_reps(samples, copy=0)
+    first = {}                  # (run, cell) -> the boot's first kernel row
     for s in samples:
-        if s["copy"] != 0:
-            continue
-        k = (s["run_id"], s["rep"])
-        if s["impl"] == "module" and s["variant"] == "acqrel":
-            ref[k] = s
-        elif s["impl"] == "kernel":
-            ker[k] = s
-    groups: dict = {}
-    for k, s in ker.items():
-        if k in ref and ref[k]["throughput"] > 0:
-            groups.setdefault((k[0], k[1] // group if group else 0), []).append((s, s["throughput"] / ref[k]["throughput"]))
+        if s["copy"] == 0 and s["impl"] == "kernel":
+            first.setdefault((s["run_id"], Cell.of(s)), s)
     out = []
-    for (run, g), rows in sorted(groups.items()):
-        if len(rows) < max(1, (group or 2) // 2):
-            continue
-        s = rows[0][0]
-        out.append(dict(s, impl=RATIO_IMPL, variant=KERNEL_VARIANT, rep=g,
-                        throughput=float(np.median([r for _, r in rows])) * 1e6))
+    for (run, cell), s in sorted(first.items(), key=lambda kv: kv[0]):
+        ref = perboot.reference_runs(reps, cell) or {}
+        v = perboot.boot_ratio(reps[cell][s["variant"]][run], ref[run]) if run in ref else None
+        if v is not None:
+            out.append(dict(s, impl=RATIO_IMPL, variant=KERNEL_VARIANT, rep=0,
+                            throughput=math.exp(v) * RATIO_SCALE))
     return out
 
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from .. import gitutil, vocab
+from ..defaults import ALPHA
 from ..errors import QrwbenchError
 from ..cell import Cell
 from ..results import store
@@ -117,10 +118,11 @@ def reference_digest_at(cell, src: Path, sha: str) -> str | None:
 def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                threshold=None, alpha=None) -> str:
     """Per-commit table: each commit against the one before it."""
-    from ..analysis import stats      # numpy/scipy: not for --check, which runs before make deps
+    # numpy/scipy: not for --check, which runs before make deps
+    from ..analysis import noise, perboot, verdicts, windows
     from ..report import regress
     threshold = regress.DEFAULT_THRESHOLD if threshold is None else threshold
-    alpha = stats.ALPHA if alpha is None else alpha
+    alpha = ALPHA if alpha is None else alpha
     cell = ktree.parse_cell(cell_text)
     conn = store.connect(db, create=False)
     try:
@@ -146,7 +148,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                       if x["copy"] == 0}, key=lambda k: k[0].metric(k[1]))
     for sha in shas:
         subj = ktree.git(src, "log", "-1", "--format=%s", sha).strip()
-        med = regress._by_metric(samples[sha])
+        med = perboot.boot_values_by_metric(samples[sha])
         lines.append(f"{sha[:12]} {subj}  ({len(runs[sha])} boots)")
         if not samples[sha]:
             lines.append("    no results")
@@ -160,7 +162,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                              "against its headers: compared on raw throughput per boot, every "
                              "metric, not on the kernel/module ratio, which would cancel the change)")
                 tgt, base, norm = raw[sha], raw[prev], False
-                med = regress._by_metric(tgt, normalize=False)
+                med = perboot.boot_values_by_metric(tgt, normalize=False)
                 keys = sorted(med, key=lambda k: k[0].metric(k[1]))
             for r in regress.compare_commits(tgt, base, threshold=threshold, alpha=alpha,
                                              normalize=norm):
@@ -168,7 +170,7 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
         for key in keys:
             if key not in med:
                 continue
-            x = med[key][2]          # per-boot medians, for display (regress._by_metric)
+            x = med[key][2]          # per-boot medians, for display
             r = res.get(key)
             if r is None:
                 change = "reference" if prev is None else "-"
@@ -176,11 +178,11 @@ def comparison(cell_text: str, shas: list[str], src: Path, *, db=None,
                 change = f"{r.test.pct_change:+6.1f}% {r.status}"
             else:
                 change = f"{r.status}: {r.why}"
-            ok, why = stats.stable_samples(x)
+            ok, why = noise.stable_samples(x)
             lines.append(f"    {float(sorted(x)[len(x) // 2]) / 1e6:10.4g} {unit if norm else 'Mops/s'}  "
-                         f"±{stats.cv(x) * 100:3.0f}%  {change:<28} {key[0].metric(key[1])}"
+                         f"±{windows.cv(x) * 100:3.0f}%  {change:<28} {key[0].metric(key[1])}"
                          + ("" if ok else f"  [{why}]"))
-            if r is not None and r.status in (regress.REGRESSION, regress.IMPROVEMENT):
+            if r is not None and r.status in (verdicts.REGRESSION, verdicts.IMPROVEMENT):
                 lines.append(f"    => {r.test.pct_change:+.1f}% {r.status} of {r.metric} due to commit "
                              f"{sha[:12]} {subj}")
         prev = sha

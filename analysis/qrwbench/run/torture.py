@@ -135,9 +135,9 @@ def add_arguments(ap) -> None:
 
 def run(args) -> int:
     """``python3 -m qrwbench torture``: bad input raises InputError (cli.main
-    prints it); a signal kills QEMU and exits 128 + its number (bench._on_signal)."""
-    signal.signal(signal.SIGINT, bench._on_signal)
-    signal.signal(signal.SIGTERM, bench._on_signal)
+    prints it); a signal kills QEMU and exits 128 + its number (bench.on_signal)."""
+    signal.signal(signal.SIGINT, bench.on_signal)
+    signal.signal(signal.SIGTERM, bench.on_signal)
     if not 0 < args.minutes < 24 * 60:
         raise InputError(f"--minutes {args.minutes}: must be a number of minutes in (0, 1440)")
     m = matrix.load(args.matrix)
