@@ -1,6 +1,9 @@
-"""Shared pytest fixtures: paths of the repository and of built artefacts."""
+"""Shared pytest fixtures: paths of the repository and of built artefacts, and
+`make` as the tests run it."""
 import contextlib
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,20 @@ def changed_table(monkeypatch, tmp_path, module, attr: str, text: str, *readers)
     finally:
         for r in readers:
             r.cache_clear()
+
+
+def make(*args, timeout=120):
+    """`make -s ARGS` in the repository, the host package on PYTHONPATH;
+    (rc, stdout, stderr)."""
+    r = subprocess.run(["make", "-s", *args], cwd=TOP, capture_output=True, text=True,
+                       timeout=timeout, env={**os.environ, "PYTHONPATH": str(TOP / "analysis")})
+    return r.returncode, r.stdout, r.stderr
+
+
+def first_error(stderr: str, command: str) -> str:
+    """The rig's one error line (make adds its own 'make: ***' line after it)."""
+    lines = [l for l in stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", l)]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"{command}: error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]

@@ -7,7 +7,7 @@ Top level: the command line (``cli``), the vocabulary read from the module's
 tables and kernel/configs (``vocab``), the run matrix (``matrix``), and what
 every stage shares (``errors``, ``defaults``, ``outputs``, ``gitutil``).
 ``results``, ``analysis`` and ``report`` never import ``run``
-(tests/reliability/test_layout_flow.py).
+(tests/top/test_layout_flow.py).
 
 Run with Debian's interpreter, /usr/bin/python3 (it sees Debian's numpy, scipy,
 matplotlib and statsmodels; the python3 first on PATH may not).

@@ -2,7 +2,7 @@
 
 `make report` keeps a screenshot of the first screen, ``first-screen.png``
 (1280 x 1000 CSS pixels), next to index.html; the browser test
-(tests/analysis/test_browser.py) loads a report the same way and reads what
+(tests/report/test_browser.py) loads a report the same way and reads what
 the page did (:func:`dump_dom`, :func:`console_lines`). Without Chromium
 the report is written all the same, without the screenshot, and
 :func:`screenshot` says why.

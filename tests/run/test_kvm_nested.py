@@ -2,7 +2,7 @@
 the rig hands to L1 is the one make bench ACCEL=kvm builds, the job script
 carries it to L1's shell intact, L1's console is read into the statuses the
 store judges, the probe judges L1's facts, and the report keeps nested runs
-apart. The boots themselves: tests/guest/test_kvm.py (make test-slow)."""
+apart. The boots themselves: tests/run/test_kvm.py (make test-slow)."""
 import json
 import shlex
 import subprocess
@@ -10,8 +10,7 @@ import subprocess
 import pytest
 
 import synth
-from conftest import TOP, kernel_dir
-from test_refusals import first_error, make
+from conftest import TOP, first_error, kernel_dir, make
 from qrwbench.cell import Cell
 from qrwbench.errors import QrwbenchError
 from qrwbench.report import nested as report_nested

@@ -4,7 +4,6 @@ value and what is valid, given before any expensive step (tree, kernels,
 module, boots); records the module cannot have printed make their run failed
 without stopping an import."""
 import os
-import re
 import sqlite3
 import subprocess
 
@@ -12,7 +11,7 @@ import numpy as np
 import pytest
 
 import synth
-from conftest import TOP
+from conftest import TOP, first_error, make
 from qrwbench import cli
 from qrwbench.results import records, store
 from qrwbench.run import ktree
@@ -20,22 +19,6 @@ from qrwbench.errors import QrwbenchError
 
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
 BIG = 1 << 63
-
-
-def make(*args, timeout=120):
-    """`make -s ARGS` in the repository; (rc, stdout, stderr)."""
-    r = subprocess.run(["make", "-s", *args], cwd=TOP, capture_output=True, text=True,
-                       timeout=timeout, env=PYENV)
-    return r.returncode, r.stdout, r.stderr
-
-
-def first_error(stderr: str, command: str) -> str:
-    """The rig's one error line (make adds its own 'make: ***' line after it)."""
-    lines = [l for l in stderr.splitlines() if not re.match(r"make(\[\d+\])?: \*\*\*", l)]
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith(f"{command}: error: "), stderr
-    assert "Traceback" not in stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------ CELL

@@ -3,7 +3,7 @@ hands the first boots, then each round of the real planner, to whatever
 executor it is given; the local and the remote executor each boot a batch
 through the same Progress (claim, record), with their own progress lines
 and budget checks. No guest is booted: the executors' boots write synthetic
-run directories (tests/analysis/synth.py)."""
+run directories (tests/synth.py)."""
 import sqlite3
 
 import pytest

@@ -2,16 +2,18 @@
 it finds the differences that the orderings must make, and none where the
 code is the same (issue 5). Reads the modules `make test` builds."""
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, TOP, kernel_dir, missing
+from conftest import BUILD, kernel_dir, missing
 from qrwbench import cli, vocab
 from qrwbench.build import audit
 from qrwbench.analysis import codeid
 from qrwbench.cell import Cell
 
 ORDERINGS = ("full", "acquire", "release", "relaxed")
+DATA = Path(__file__).parent / "data"
 
 
 def module(arch, variant="acqrel"):
@@ -124,10 +126,10 @@ def test_arm64_nothing_compiles_stronger_than_named(arm64):
 
 def test_the_build_before_the_lse_fix_is_flagged():
     """The same audit on a module recorded before the fix (6.12 + the qrwlock
-    patch, tests/validity/data): every weaker ordering of the 32-bit
+    patch, tests/builds/data): every weaker ordering of the 32-bit
     sub_return was ldaddal on the LSE path, the 64-bit one was right, and the
     audit says qrwlock's read unlock is fully ordered whatever the variant."""
-    before = json.loads((TOP / "tests/validity/data/arm64-acqrel-before-lse-fix.json").read_text())
+    before = json.loads((DATA / "arm64-acqrel-before-lse-fix.json").read_text())
     ops = before["ops"]
     for op in ("atomic_sub_return", "atomic_dec_return"):
         assert {o: ops[op][o]["paths"]["lse"]["order"] for o in ORDERINGS} == {
