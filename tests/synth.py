@@ -1,4 +1,4 @@
-"""Synthetic guest output and run directories for the analysis tests.
+"""Synthetic guest output, run directories and results DBs for the tests.
 
 Records follow docs/records.md (schema 1); consoles are written with
 ``qrwbench.results.records.format_console`` so their end markers carry a correct count
