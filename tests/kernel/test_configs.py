@@ -52,6 +52,7 @@ def test_make_kernel_rejects_unknown_variant():
     assert "unknown VARIANT 'sloppy': valid are" in r.stderr
 
 
+@pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
 def test_dropped_option_is_named(tmp_path):
     """RELAXED without its guard is dropped by Kconfig: the build must say so."""
     cfgs = tmp_path / "configs"
@@ -66,6 +67,7 @@ def test_dropped_option_is_named(tmp_path):
     assert not (tmp_path / "out" / ".qrwbench-built").exists()
 
 
+@pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
 def test_missing_cross_compiler_names_the_package(tmp_path):
     """A PATH without aarch64-linux-gnu-gcc: the arm64 build says what to install."""
     import os
