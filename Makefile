@@ -121,7 +121,7 @@ test: test-kernels
 
 # The host-only tests: no kernel tree, kernel, module or QEMU boot needed.
 check: deps
-	@$(PY) -m pytest -m "not slow and not guest and not kernel" $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $$(nproc) -m "not slow and not guest and not kernel" $(PYTEST_ARGS)
 
 test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)

@@ -1,11 +1,13 @@
 #!/bin/bash
 # Install the Debian packages qrwbench needs; does nothing when all are there.
 set -euo pipefail
+# python3-pytest-xdist: make check runs the host-only tests on every CPU (-n)
 # chromium (headless): make report's first-screen screenshot and the report's browser test
 pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       cpio xz-utils kmod rsync git ccache gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
       qemu-system-x86 qemu-system-arm linux-perf
       python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
+      python3-pytest-xdist
       parallel openssh-client openssh-server chromium)
 missing=()
 for p in "${pkgs[@]}"; do
