@@ -51,10 +51,19 @@ def sweep(limit: int) -> list[int]:
     return out + [limit]
 # Parameters the host sets itself, never the matrix.
 HOST_PARAMS = {"workload", "seed"}
+
+
+def _choices(param: str, attr: str) -> tuple:
+    """What the workloads that read ``param`` (Workload.own_params) name in
+    their results' ``attr``."""
+    return tuple(dict.fromkeys(x for w in vocab.WORKLOAD_TABLE.values()
+                               if param in w.own_params for x in getattr(w, attr)))
+
+
 # Values of the string parameters other than ops (the module's
 # qrwb_params.def describes the same; the module checks them again).
-STR_CHOICES = {"placement": ("both",) + vocab.PLACEMENTS["atomics"],
-               "impl": ("all",) + vocab.RESULT_IMPLS["rwlock"]}
+STR_CHOICES = {"placement": ("both",) + _choices("placement", "placements"),
+               "impl": ("all",) + _choices("impl", "impls")}
 
 
 def op_names() -> list[str]:
@@ -219,7 +228,7 @@ def _check_threads(at: _At, where: str, vcpus: list, params: dict) -> None:
 def _check_copies(at: _At, where: str, name: str, params: dict) -> None:
     """The module's refusal of an injected barrier without the copy it lives
     in (qrwb_parse), so no cell is refused at boot."""
-    if (name == "atomics" and 1 in _values(params, "aa_inject_mb", 0)
+    if ("copies" in vocab.workload(name).own_params and 1 in _values(params, "aa_inject_mb", 0)
             and 1 in _values(params, "copies", 2)):
         raise at.error(f"{where}: aa_inject_mb = 1 with copies = 1: the barrier is injected "
                        "into copy 1: valid is copies = 2 with it", "params.copies")

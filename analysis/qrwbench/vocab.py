@@ -10,8 +10,8 @@ import functools
 import os
 import platform
 import re
-from dataclasses import dataclass
-from typing import NamedTuple
+from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 from pathlib import Path
 
 from .errors import QrwbenchError
@@ -85,10 +85,7 @@ ARCHES = {
 }
 
 ACCELS = ("tcg", "kvm")
-WORKLOADS = ("atomics", "rwlock")
-# Test-only: never finishes (the launcher's timeout test); a matrix needs
-# [run] test_workloads = true to use it.
-TEST_WORKLOADS = ("hang",)
+# The workloads: WORKLOAD_TABLE, below the module's tables it reads.
 
 
 OPS_DEF = TOP / "bench" / "module" / "qrwb_ops.def"
@@ -143,15 +140,6 @@ ORDERING_PROMISE = {"full": frozenset({"acquire", "release", "barrier"}),
 # Variants from the most to the least ordered (plots and tables list them so):
 # the kernel variants (kernel/configs/variant-*.config) and the orderings.
 VARIANT_ORDER = ("allfull", "full", "acqrel", "acquire", "release", "relaxed", "unpatched")
-# The baseline each workload's variants are compared with.
-BASELINES = {"rwlock": "acqrel", "atomics": "full"}
-# Workloads of the module that are not matrix workloads (make torture's canaries).
-MODULE_WORKLOADS = ("litmus",)
-# What the module's result records name, per workload (docs/records.md):
-# impl (atomics: the inline loops; rwlock: the kernel's rwlock_t or the
-# module's qrwlock copies), the module copies' orderings, and placements.
-RESULT_IMPLS = {"atomics": ("inline",), "rwlock": ("kernel", "module")}
-PLACEMENTS = {"atomics": ("shared", "percpu"), "rwlock": ("shared",)}
 
 
 def orderings() -> tuple[str, ...]:
@@ -253,6 +241,129 @@ def litmus_tests() -> dict[str, Litmus]:
         if m := _LITMUS_ROW.match(line):
             out[m.group(1)] = Litmus(m.group(1), m.group(2), (int(m.group(3)), int(m.group(4))))
     return out
+
+
+# ------------------------------------------------------------ workloads
+
+# The record types a workload's boot prints per measurement (docs/records.md).
+RESULT_RECORD = "result"        # one sample each
+LITMUS_RECORD = "litmus"        # a canary's outcome (qrwb_litmus.def)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload as the host sees it: a row of the module's workload table
+    qrwb_workloads[] (bench/module: one file qrwb_<name>.c each) and what its
+    records hold. Other modules ask the record (``workload(name).kernel_ref``),
+    never the name (tests/reliability/test_vocabulary.py)."""
+    name: str               # what workload= takes: the row of the module's table
+    measures: str           # one line: what it measures
+    use: str                # matrix: a matrix's [[workload]], compared and reported;
+                            # module: make torture's own boots only; test: a matrix
+                            # needs [run] test_workloads = true
+    record: str = RESULT_RECORD     # the type of the records it prints per measurement
+    fields: tuple = ()      # the keys its records add to a result record's (its own
+                            # record type: all of them), in the order records.py checks
+    result_params: tuple = ()   # of those, the parameters each result repeats: part of
+                            # the sample's params (write_pct: the write-fraction sweep)
+    own_params: tuple = ()  # the module parameters only it reads (qrwb_params.def's
+                            # "<name>: ..." rows); matrix.py checks them as the module does
+    op: str = ""            # the one op every result of it names ("": no one op)
+    op_table: bool = False  # a result's op is a row of qrwb_ops.def, its variant one of
+                            # that op's orderings
+    variants: Callable[[], tuple] = tuple   # what a result's variant may be unless its
+                            # impl is kernel (read from the module's tables when called)
+    impls: tuple = ()       # what a result's impl may be
+    placements: tuple = ()  # what a result's placement may be
+    baseline: str = ""      # the variant its others are compared with ("": none)
+    kernel_ref: str = ""    # the impl, measured in the same boots as impl kernel, whose
+                            # code is the module's own: kernel builds are judged on the
+                            # kernel/<ref> ratio (run/ktree.py), and the report shows
+                            # whether both agree ("": none)
+    heading: str = ""       # its rows' heading in the report's summary, after "<name>: "
+    emu_params: dict = field(default_factory=dict)  # the emulator audit's brief logged
+                            # boot, so that each timed loop runs once ({}: not audited)
+
+    @property
+    def test_only(self) -> bool:
+        return self.use == "test"
+
+    @property
+    def several_impls(self) -> bool:
+        """Its results name more than one impl (summarized one row per impl)."""
+        return len(self.impls) > 1
+
+
+_MEASURED = (
+    Workload(
+        name="atomics",
+        measures="ns per op of each atomic op and barrier of qrwb_ops.def in each of its "
+                 "orderings, in a timed loop per op, ordering and copy",
+        use="matrix", own_params=("ops", "placement", "copies"), op_table=True,
+        variants=orderings, impls=("inline",), placements=("shared", "percpu"),
+        baseline="full", heading="op (impl, placement)",
+        # every op loop runs once, briefly: enough for QEMU to translate it
+        emu_params={"reps": 1, "duration_ms": 2, "warmup_reps": 0, "placement": "shared"}),
+    Workload(
+        name="rwlock",
+        measures="lock throughput under a read/write mix: the kernel's rwlock_t and the "
+                 "module's qrwlock copies of qrwb_impls.def",
+        use="matrix",
+        fields=("reads", "writes", "per_thread_reads", "per_thread_writes", "violations",
+                "write_pct", "nlocks", "cs_work", "think_work", "cs_lines"),
+        result_params=("write_pct", "nlocks", "cs_work", "think_work", "cs_lines"),
+        own_params=("impl", "write_pct", "nlocks", "cs_work", "think_work", "cs_lines",
+                    "nreaders", "nwriters", "check_exclusion"),
+        op="rwlock", variants=rwlock_variants, impls=("kernel", "module"),
+        placements=("shared",), baseline="acqrel", kernel_ref="module",
+        heading="lock path (impl, placement)",
+        # reads and writes, so both slow paths may run (impl=module: the copies)
+        emu_params={"reps": 1, "duration_ms": 20, "warmup_reps": 0, "impl": "module",
+                    "write_pct": 50, "cs_work": 0, "think_work": 0}),
+)
+
+
+def _any_measured(attr: str) -> tuple:
+    return tuple(dict.fromkeys(x for w in _MEASURED for x in getattr(w, attr)))
+
+
+# Every workload, in the order of the module's table.
+WORKLOAD_TABLE = {w.name: w for w in _MEASURED + (
+    Workload(
+        name="litmus",
+        measures="weak-memory canaries of qrwb_litmus.def: how often each test's "
+                 "reordered outcome shows (make torture)",
+        use="module", record=LITMUS_RECORD,
+        fields=("test", "lkmm", "want", "iters", "ns", "counts"),
+        own_params=("litmus_iters",)),
+    # never finishes: module_init sleeps (the launcher's timeout test); it
+    # prints no results, so it may name anything a measured workload prints
+    Workload(
+        name="hang",
+        measures="nothing: module_init never returns (the launcher's timeout test)",
+        use="test",
+        variants=lambda: tuple(dict.fromkeys(v for w in _MEASURED for v in w.variants())),
+        impls=_any_measured("impls"), placements=_any_measured("placements")),
+)}
+
+# The table by use, and the per-workload values many callers read.
+WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "matrix")
+TEST_WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "test")
+MODULE_WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "module")
+BASELINES = {n: WORKLOAD_TABLE[n].baseline for n in WORKLOADS}
+RESULT_IMPLS = {n: WORKLOAD_TABLE[n].impls for n in WORKLOADS}
+PLACEMENTS = {n: WORKLOAD_TABLE[n].placements for n in WORKLOADS}
+
+
+def workload(name: str) -> Workload:
+    """The record of workload ``name`` (an :class:`InputError` for any other)."""
+    wl = WORKLOAD_TABLE.get(name)
+    return wl if wl is not None else WORKLOAD_TABLE[one_of("workload", name, tuple(WORKLOAD_TABLE))]
+
+
+def workload_of_op(op: str) -> Workload | None:
+    """The workload every result of which names ``op`` (its one op), if any."""
+    return next((w for w in WORKLOAD_TABLE.values() if w.op and w.op == op), None)
 
 
 @functools.lru_cache(maxsize=None)

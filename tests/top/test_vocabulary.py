@@ -2,20 +2,35 @@
 list of variants, orderings, lock implementations, workloads, arches or
 placements. They come from the module's tables (qrwb_ops.def, the configs)
 through the vocabulary module, qrwbench/vocab.py, which alone may name
-them."""
+them. A workload is one record there (issue 27): no other module asks
+about one by its name (a comparison, a match case, a dict key)."""
 import ast
+import re
 
 from conftest import TOP
+from qrwbench import vocab
+from qrwbench.results import records
 
 PACKAGE = TOP / "analysis" / "qrwbench"
-VOCABULARY = {
-    "variant or ordering": {"full", "acquire", "release", "relaxed", "acqrel", "allfull", "unpatched"},
-    "workload": {"atomics", "rwlock", "litmus", "hang"},
-    "arch": {"x86_64", "arm64"},
-    "lock implementation": {"full_c0", "acqrel_c0", "acqrel_c1", "acqrel_c1mb", "relaxed_c0",
-                            "kernel", "module", "inline", "none"},
-    "placement": {"shared", "percpu"},
-}
+MODULE = TOP / "bench" / "module"
+
+
+def vocabulary() -> dict[str, set[str]]:
+    """Every name of each kind, read from the vocabulary module's tables."""
+    locks = vocab.lock_impls()
+    wls = vocab.WORKLOAD_TABLE.values()
+    return {
+        "variant or ordering": (set(vocab.VARIANT_ORDER) | set(vocab.kernel_variants())
+                                | set(vocab.orderings()) | set(vocab.rwlock_variants())),
+        "workload": set(vocab.WORKLOAD_TABLE),
+        "arch": set(vocab.ARCHES) | set(vocab.kernel_arches()),
+        "lock implementation": ({i.name for i in locks} | {i.kind for i in locks}
+                                | {x for w in wls for x in w.impls}),
+        "placement": {x for w in wls for x in w.placements},
+    }
+
+
+VOCABULARY = vocabulary()
 
 
 def hand_written_lists(source: str) -> list[tuple[int, str, list[str]]]:
@@ -53,3 +68,77 @@ def test_the_check_finds_a_hand_written_list():
     assert got == [(1, "variant or ordering"), (2, "variant or ordering"), (4, "workload")]
     # the vocabulary module itself does name them
     assert hand_written_lists((PACKAGE / "vocab.py").read_text())
+
+
+def workload_questions(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every place that asks about one workload by its name:
+    a comparison with it (``x == "rwlock"``, ``"atomics" != y``, ``x in
+    ("rwlock",)``), a ``match`` case, a dict key."""
+    names = VOCABULARY["workload"]
+
+    def named(node) -> list[str]:
+        elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return [e.value for e in elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in names]
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+        elif isinstance(node, ast.MatchValue):
+            sides = [node.value]
+        elif isinstance(node, ast.Dict):
+            sides = [k for k in node.keys if k is not None]
+        else:
+            continue
+        found += [(node.lineno, n) for side in sides for n in named(side)]
+    return sorted(found)
+
+
+def test_no_module_asks_about_a_workload_by_its_name():
+    hits = [f"{p.relative_to(PACKAGE)}:{line}: {name!r}: ask vocab.workload(name) instead"
+            for p in sorted(PACKAGE.rglob("*.py")) if p != PACKAGE / "vocab.py"
+            for line, name in workload_questions(p.read_text())]
+    assert hits == []
+
+
+def test_the_check_finds_a_single_workload_question():
+    src = ('if cell.workload == "rwlock": pass\n'
+           'ok = "atomics" != s["workload"]\n'
+           'x = w in ("litmus",)\n'
+           'match w:\n    case "hang": pass\n'
+           'T = {"rwlock": f}\n'
+           'fine = w == "a string that is not a name" or w in vocab.WORKLOADS\n')
+    assert workload_questions(src) == [(1, "rwlock"), (2, "atomics"), (3, "litmus"),
+                                       (5, "hang"), (6, "rwlock")]
+
+
+def test_the_names_are_read_from_the_tables():
+    for kind, names in VOCABULARY.items():
+        assert len(names) >= 2, kind
+    assert {"atomics", "rwlock"} <= VOCABULARY["workload"]
+    assert set(vocab.WORKLOADS) | set(vocab.TEST_WORKLOADS) | set(vocab.MODULE_WORKLOADS) \
+        == set(vocab.WORKLOAD_TABLE)
+
+
+def test_each_workload_record_agrees_with_the_module():
+    """Its own parameters are the "<name>: ..." rows of qrwb_params.def; its
+    name a row of qrwb_workloads.def (where the module has that table); the
+    fields its results add each have a rule in records.py."""
+    own = {}
+    for m in re.finditer(r'^QRWB_[US]PARAM\((\w+),.*"(\w+): [^"]*"\)$',
+                         (MODULE / "qrwb_params.def").read_text(), re.M):
+        own.setdefault(m[2], set()).add(m[1])
+    for name, wl in vocab.WORKLOAD_TABLE.items():
+        assert set(wl.own_params) == own.get(name, set()), name
+        assert wl.use in ("matrix", "module", "test") and wl.measures, name
+        if wl.use == "matrix":
+            assert wl.baseline in wl.variants() and wl.heading and wl.impls and wl.placements
+        assert set(wl.result_params) <= set(wl.fields)
+        if wl.record == vocab.RESULT_RECORD:
+            ruled = set(records.READ_WRITE_FIELDS) | {k for k, _lo, _hi in records.FIELD_RANGES}
+            assert set(wl.fields) <= ruled, name
+    table = MODULE / "qrwb_workloads.def"
+    if table.exists():
+        rows = re.findall(r"^QRWB_WORKLOAD\((\w+)\)$", table.read_text(), re.M)
+        assert rows == list(vocab.WORKLOAD_TABLE)

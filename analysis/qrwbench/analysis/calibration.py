@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as sps
 
+from .. import vocab
 from ..defaults import ALPHA
 from ..cell import Cell
 from . import effects
@@ -136,6 +137,10 @@ def barrier_hits(aa: AAReport, target: str | None = None) -> tuple[int, int]:
     return sum(1 for r in inj if r.significant and r.effect.estimate < 0), len(inj)
 
 
+# The workloads whose ops are the rows of qrwb_ops.def (smp_mb and empty among them).
+_OP_TABLE = tuple(n for n, w in vocab.WORKLOAD_TABLE.items() if w.op_table)
+
+
 def barrier_cost_ns(samples) -> dict[str, float]:
     """Per target (``arch/accel/cpu Nv``), what one ``smp_mb()`` costs there:
     median ns/op of the atomics op ``smp_mb`` less that of ``empty`` (the
@@ -144,7 +149,7 @@ def barrier_cost_ns(samples) -> dict[str, float]:
     on the host CPU: docs/validity.md)."""
     ns = defaultdict(list)
     for s in samples:
-        if (s.get("workload") == "atomics" and s.get("op") in ("smp_mb", "empty")
+        if (s.get("workload") in _OP_TABLE and s.get("op") in ("smp_mb", "empty")
                 and not s.get("copy") and s.get("throughput", 0) > 0):
             threads = len(s.get("per_thread_ops") or []) or 1
             ns[(_target(Cell.of(s)), s["op"])].append(threads / s["throughput"] * 1e9)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import vocab
 from ..cell import Cell
 from . import effects, perboot
 
@@ -67,7 +68,7 @@ def op_costs(samples) -> list[OpCost]:
     reps = perboot.group_reps(samples, copy=0)
     out = []
     for cell in sorted(reps):
-        if cell.workload != "atomics":
+        if not vocab.workload(cell.workload).op_table:
             continue
         empty = reps.get(cell.replace(op=EMPTY[0]), {}).get(EMPTY[1])
         for variant in sorted(reps[cell]):

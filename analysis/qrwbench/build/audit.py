@@ -726,7 +726,9 @@ def module_notes(mods: list[dict]) -> list[dict]:
             if key in seen:
                 continue
             seen.add(key)
-            impl = "module" if f["op"] == "rwlock" else "inline"
+            # a workload's one op (rwlock): the module's own code of it, its kernel_ref
+            wl = vocab.workload_of_op(f["op"])
+            impl = wl.kernel_ref if wl else "inline"
             n = {"arch": m["arch"], "impl": impl, "text": f["text"]}
             if not f["op"].startswith("qrwb_"):
                 n["op"] = f["op"]

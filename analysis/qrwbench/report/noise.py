@@ -25,6 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from .. import vocab
 from ..defaults import ALPHA
 from ..errors import QrwbenchError
 from ..cell import Cell
@@ -36,9 +37,10 @@ from ..results import store
 
 
 def group(cell) -> tuple:
-    """The row a cell is summarized in: rwlock rows are split by impl."""
+    """The row a cell is summarized in: the rows of a workload with several
+    impls (rwlock: the kernel's lock, the module's copies) are split by impl."""
     g = (cell.arch, cell.cpu, cell.vcpus, cell.workload)
-    return g + ((cell.impl,) if cell.workload == "rwlock" else ())
+    return g + ((cell.impl,) if vocab.workload(cell.workload).several_impls else ())
 
 
 def _measured(cell) -> bool:

@@ -194,7 +194,7 @@ def throughput_vs_vcpus(samples, out_dir, *, n_resamples=1000) -> list[str]:
 
 def write_fraction_sweep(samples, out_dir, *, n_resamples=1000) -> list[str]:
     """rwlock throughput against write_pct, one line per variant with its CI band."""
-    rw = [s for s in samples if s["workload"] == "rwlock"]
+    rw = [s for s in samples if "write_pct" in vocab.workload(s["workload"]).result_params]
     data = _sweep(rw, "write_pct", ("write_pct",), n_resamples)
     return _sweep_figures(data, Path(out_dir), "writepct", "write %",
                           lambda g: f"{g.vcpus}v {g.impl} {_short(g.params)}")

@@ -22,7 +22,7 @@ import numpy as np
 from .. import gitutil, matrix, outputs, vocab
 from ..errors import QrwbenchError
 from ..cell import Cell, canonical_json
-from ..results import store
+from ..results import records, store
 from ..analysis import (calibration, codeid, compare, fairness, harness, history, noise,
                         planner, windows)
 from ..defaults import ALPHA
@@ -132,18 +132,22 @@ def _caveats(sel: Selection, cset, aa, audit) -> list[str]:
 
 
 def _agreement(cset) -> list[list[str]]:
-    """rwlock: does the kernel-build comparison agree with the in-module one?"""
+    """Workloads with an in-boot reference (Workload.kernel_ref; rwlock: the
+    module's copies): does the kernel-build comparison agree with the
+    in-module one?"""
     by = {}
     for c in cset.comparisons:
-        if c.cell.workload == "rwlock" and c.cell.impl in vocab.RESULT_IMPLS["rwlock"]:
+        wl = vocab.workload(c.cell.workload)
+        if wl.kernel_ref and c.cell.impl in wl.impls:
             by[(c.cell.replace(impl=""), c.variant, c.cell.impl)] = c
     rows = []
     for (cell, variant, impl), k in sorted(by.items(), key=lambda kv: kv[0][:2]):
-        if impl != "kernel" or (cell, variant, "module") not in by:
+        ref = vocab.workload(cell.workload).kernel_ref
+        if impl != "kernel" or (cell, variant, ref) not in by:
             continue
-        m = by[(cell, variant, "module")]
+        m = by[(cell, variant, ref)]
         agree = "yes" if k.verdict == m.verdict else "no"
-        rows.append([cell.replace(impl="kernel/module").label(), variant,
+        rows.append([cell.replace(impl=f"kernel/{ref}").label(), variant,
                      tables.fmt_pct(k.test.pct_change) if k.test.judged else "-",
                      k.verdict, tables.fmt_pct(m.test.pct_change) if m.test.judged else "-",
                      m.verdict, agree])
@@ -253,9 +257,11 @@ def _fair_table(fair, limit=300) -> tables.Table:
 
 
 def _rw_table(samples) -> tables.Table:
+    """Reads and writes of the workloads whose results split every op into
+    one of them (rwlock)."""
     acc = defaultdict(lambda: defaultdict(list))
     for s in samples:
-        if s["workload"] == "rwlock" and s["copy"] == 0:
+        if _reads_writes(s["workload"]) and s["copy"] == 0:
             k = (Cell.of(s), s["variant"])
             acc[k]["reads"].append(s["reads"] * 1e9 / s["ns"])
             acc[k]["writes"].append(s["writes"] * 1e9 / s["ns"])
@@ -269,7 +275,12 @@ def _rw_table(samples) -> tables.Table:
                      tables.fmt_rate(float(np.median(d["writes"]))), viol])
     return tables.Table(["cell", "variant", "n", "reads Mops/s (median)",
                          "writes Mops/s (median)", "exclusion violations"], rows,
-                        "rwlock: reads and writes")
+                        f"{', '.join(n for n in vocab.WORKLOAD_TABLE if _reads_writes(n))}: "
+                        "reads and writes")
+
+
+def _reads_writes(workload: str) -> bool:
+    return set(records.READ_WRITE_FIELDS) <= set(vocab.workload(workload).fields)
 
 
 def _overhead_table(samples) -> tables.Table:

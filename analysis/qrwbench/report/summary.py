@@ -221,8 +221,7 @@ LEGEND = ('<p class="legend">Each entry: the change of throughput against the ro
 def _heads(level: str, workload: str) -> str:
     if level == "kernel":
         return f"{workload}: kernel builds"
-    return "atomics: op (impl, placement)" if workload == "atomics" else \
-        f"{workload}: lock path (impl, placement)"
+    return f"{workload}: {vocab.workload(workload).heading}"
 
 
 def blind_head(n: int) -> str:

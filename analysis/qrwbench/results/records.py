@@ -35,14 +35,6 @@ MAX_CONSOLE_BYTES = 64 << 20    # the whole log
 
 ARCHES = tuple(vocab.ARCHES)
 WORKLOADS = vocab.WORKLOADS + vocab.TEST_WORKLOADS + vocab.MODULE_WORKLOADS
-# per workload what a result record may name (the test-only hang workload
-# prints none, so it may name anything either prints)
-IMPLS = dict(vocab.RESULT_IMPLS)
-VARIANTS = {"atomics": vocab.orderings(), "rwlock": vocab.rwlock_variants()}
-PLACEMENTS = dict(vocab.PLACEMENTS)
-for _d in (IMPLS, VARIANTS, PLACEMENTS):
-    _d[vocab.TEST_WORKLOADS[0]] = tuple(dict.fromkeys(x for w in vocab.WORKLOADS for x in _d[w]))
-RWLOCK_PARAMS = ("write_pct", "nlocks", "cs_work", "think_work", "cs_lines")
 # in-kernel perf counters: begin.pmu says which the guest counted
 PMU_COUNTERS = ("cycles", "instructions")
 MAX_PMU_WHY = 512
@@ -54,6 +46,15 @@ INT64_MAX = (1 << 63) - 1
 MAX_REPS = 10000            # reps <= 10000, so rep < 10000
 MAX_WINDOW_NS = 3600 * 10**9    # a window is duration_ms <= 60 s plus one batch
 MAX_ENTRIES = 1 << 24       # order: entries x reps of one boot
+
+# What a workload's records may name and must carry: its vocab.Workload
+# (impls, variants, placements, op, fields). The fields a workload's results
+# add are checked by these rules: the read/write split of every op (all of
+# READ_WRITE_FIELDS or none), then each integer field's range, in this order.
+READ_WRITE_FIELDS = ("reads", "writes", "per_thread_reads", "per_thread_writes")
+FIELD_RANGES = (("write_pct", 0, 100), ("nlocks", 1, INT64_MAX), ("cs_work", 0, INT64_MAX),
+                ("think_work", 0, INT64_MAX), ("cs_lines", 0, INT64_MAX),
+                ("violations", -1, INT64_MAX))
 _OP_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _CRC_RE = re.compile(r"[0-9a-f]{8}\Z")
 _REFUSED_RE = re.compile(r"qrwbench: refused: (.*)")
@@ -223,24 +224,25 @@ def check_result(rec: dict, begin: dict) -> None:
     _require(rec, ("workload", "impl", "op", "variant", "copy", "placement", "rep",
                    "order", "threads", "ns", "ops", "per_thread_ops", "overhead_ps",
                    "batch"), "result")
-    if begin["workload"] == "litmus":
-        raise RecordError("result record in a litmus run")
+    if vocab.workload(begin["workload"]).record != vocab.RESULT_RECORD:
+        raise RecordError(f"result record in a {begin['workload']} run")
     workload = _str(rec, "workload", WORKLOADS)
     if workload != begin["workload"]:
         raise RecordError(f"result workload {workload!r} differs from begin's "
                           f"{begin['workload']!r}")
-    impl = _str(rec, "impl", IMPLS[workload])
+    wl = vocab.workload(workload)
+    impl = _str(rec, "impl", wl.impls)
     op = _str(rec, "op", pattern=_OP_RE)
-    if workload == "rwlock" and op != "rwlock":
-        raise RecordError(f"rwlock result has op {op!r}, expected 'rwlock'")
+    if wl.op and op != wl.op:
+        raise RecordError(f"{workload} result has op {op!r}, expected {wl.op!r}")
     if impl == "kernel":
         variant = _str(rec, "variant", tuple(vocab.kernel_variants()))
         if variant != begin["kernel_variant"]:
             raise RecordError(f"impl 'kernel' result has variant {variant!r} but the "
                               f"kernel is {begin['kernel_variant']!r}")
     else:
-        _str(rec, "variant", VARIANTS[workload])
-    if workload == "atomics":
+        _str(rec, "variant", wl.variants())
+    if wl.op_table:
         orderings = vocab.op_orderings().get(op)
         if orderings is None:
             raise RecordError(f"op {op!r} is not in the module's op table (qrwb_ops.def)")
@@ -248,7 +250,7 @@ def check_result(rec: dict, begin: dict) -> None:
             raise RecordError(f"op {op!r} has no ordering {rec['variant']!r}: valid are "
                               f"{', '.join(orderings)}")
     _int(rec, "copy", 0, 1)
-    _str(rec, "placement", PLACEMENTS[workload])
+    _str(rec, "placement", wl.placements)
     _int(rec, "rep", 0, MAX_REPS - 1)
     _int(rec, "order", 0, MAX_ENTRIES)
     threads = _int(rec, "threads", 1, 4096)
@@ -266,9 +268,9 @@ def check_result(rec: dict, begin: dict) -> None:
             if pmu is None or not pmu[key]:
                 raise RecordError(f"result has {key!r} but begin's pmu "
                                   f"{'is absent' if pmu is None else f'says {key} false'}")
-    if workload == "rwlock":
-        _require(rec, ("reads", "writes", "per_thread_reads", "per_thread_writes",
-                       "violations") + RWLOCK_PARAMS, "rwlock result")
+    if wl.fields:
+        _require(rec, wl.fields, f"{workload} result")
+    if set(READ_WRITE_FIELDS) <= set(wl.fields):
         reads = _int(rec, "reads", 0)
         writes = _int(rec, "writes", 0)
         if reads + writes != ops:
@@ -282,18 +284,17 @@ def check_result(rec: dict, begin: dict) -> None:
         for i, (r, w, o) in enumerate(zip(ptr, ptw, per_thread)):
             if r + w != o:
                 raise RecordError(f"thread {i}: reads + writes = {r + w}, ops is {o}")
-        _int(rec, "write_pct", 0, 100)
-        _int(rec, "nlocks", 1)
-        for key in ("cs_work", "think_work", "cs_lines"):
-            _int(rec, key, 0)
-        _int(rec, "violations", -1)
+    for key, lo, hi in FIELD_RANGES:
+        if key in wl.fields:
+            _int(rec, key, lo, hi)
 
 
 def check_litmus(rec: dict, begin: dict) -> None:
     """A canary's outcome (workload=litmus; bench/module/qrwb_litmus.def)."""
-    if begin["workload"] != "litmus":
+    wl = vocab.workload(begin["workload"])
+    if wl.record != vocab.LITMUS_RECORD:
         raise RecordError(f"litmus record in a {begin['workload']!r} run")
-    _require(rec, ("test", "lkmm", "want", "iters", "ns", "counts"), "litmus")
+    _require(rec, wl.fields, vocab.LITMUS_RECORD)
     tests = vocab.litmus_tests()
     name = _str(rec, "test", tuple(tests))
     t = tests[name]
@@ -427,13 +428,13 @@ def _check_sequence(records, common) -> ParsedRun:
                     raise RecordError(f"first record is {kind!r}, expected 'begin'")
                 check_begin(obj)
                 begin = obj
-            elif kind == "result":
+            elif kind == vocab.RESULT_RECORD:
                 check_result(obj, begin)
                 if obj["order"] in orders:
                     raise RecordError(f"order {obj['order']} appears twice")
                 orders.add(obj["order"])
                 results.append(obj)
-            elif kind == "litmus":
+            elif kind == vocab.LITMUS_RECORD:
                 check_litmus(obj, begin)
                 litmus.append(obj)
             elif kind == "end":
@@ -447,11 +448,10 @@ def _check_sequence(records, common) -> ParsedRun:
                 if obj["crc32"] != got:
                     raise RecordError(f"end marker crc32 {obj['crc32']}, records "
                                       f"give {got}")
-                if begin["workload"] == "litmus":
-                    if not litmus:
-                        raise RecordError("no litmus records between begin and the end marker")
-                elif not results and begin["workload"] != "hang":
-                    raise RecordError("no result records between begin and the end marker")
+                wl = vocab.workload(begin["workload"])
+                printed = litmus if wl.record == vocab.LITMUS_RECORD else results
+                if not printed and not wl.test_only:
+                    raise RecordError(f"no {wl.record} records between begin and the end marker")
                 return ParsedRun(ok=True, reason="ok", begin=begin, results=results,
                                  end=obj, litmus=litmus, **common)
             elif kind == "begin":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 
+from .. import vocab
 from ..cell import canonical_json
 from ..errors import one_line
 from . import records
@@ -26,10 +27,10 @@ NON_CELL_PARAMS = ("reps", "seed", "placement", "copies")
 def sample_row(run_id: str, cell: dict, begin: dict, rec: dict) -> dict:
     params = {k: v for k, v in (cell.get("params") or {}).items()
               if k not in NON_CELL_PARAMS}
-    if rec["workload"] == "rwlock":
-        params.update({k: rec[k] for k in records.RWLOCK_PARAMS})
+    wl = vocab.workload(rec["workload"])
+    params.update({k: rec[k] for k in wl.result_params})
     params["threads"] = rec["threads"]
-    rw = rec["workload"] == "rwlock"
+    rw = set(records.READ_WRITE_FIELDS) <= set(wl.fields)
     return {
         "run_id": run_id, "arch": cell["arch"], "accel": cell["accel"],
         "cpu_model": cell["cpu_model"], "vcpus": cell["vcpus"],

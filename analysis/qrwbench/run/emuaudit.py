@@ -214,13 +214,8 @@ def audit_boot(tbs, lay, elf: Elf | None = None) -> list[dict]:
 
 # ------------------------------------------------------------------ boots
 
-WORKLOADS = {
-    # every op loop runs once, briefly: enough for QEMU to translate it
-    "atomics": {"reps": 1, "duration_ms": 2, "warmup_reps": 0, "placement": "shared"},
-    # reads and writes, so both slow paths may run (impl=module: the copies)
-    "rwlock": {"reps": 1, "duration_ms": 20, "warmup_reps": 0, "impl": "module",
-               "write_pct": 50, "cs_work": 0, "think_work": 0},
-}
+# {workload: the parameters of its logged boot} (vocab.Workload.emu_params)
+WORKLOADS = {n: w.emu_params for n, w in vocab.WORKLOAD_TABLE.items() if w.emu_params}
 
 
 def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
@@ -258,7 +253,7 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
         lay = layout(console, ko)
         tbs = parse_log(text)
         for r in audit_boot(tbs, lay, Elf(ko)):
-            if (wl == "rwlock") != (r["impl"] == "module"):
+            if r["impl"] not in vocab.workload(wl).impls:     # the other workload's pair
                 continue
             rows.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": v, **r})
     return rows

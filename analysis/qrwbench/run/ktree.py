@@ -319,7 +319,8 @@ RATIO_SCALE = 1e6
 def ratio_mode(cell: Cell) -> bool:
     """rwlock cells that measure both the kernel's rwlock and the module's
     copies (impl=all, the default) are judged on their ratio (see ratio_samples)."""
-    return cell.workload == "rwlock" and cell.params_dict().get("impl", "all") == "all"
+    wl = vocab.workload(cell.workload)
+    return bool(wl.kernel_ref) and cell.params_dict().get("impl", "all") == "all"
 
 
 def ratio_samples(samples) -> list[dict]:
