@@ -138,7 +138,7 @@ def test_bad_format_is_one_line_and_status_2(db, value):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"))
     res = subprocess.run([sys.executable, "-m", "qrwbench", "compare", "--db", db,
                           "--format", value], env=env, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=600)
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.count("\n") == 1 and res.stderr.startswith("qrwbench: error: ")
     assert repr(value) in res.stderr

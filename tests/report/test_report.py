@@ -179,7 +179,7 @@ def test_report_subcommand_prints_where_the_report_is(results_db, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "analysis"), RESULTS_DB=db)
     res = subprocess.run([sys.executable, "-m", "qrwbench", "report", "--out",
                           str(tmp_path / "rep"), "--commit", "all"], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=120)
+                         env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
     assert f"report: {tmp_path / 'rep' / 'index.html'}" in res.stdout
     assert "all rig commits" in (tmp_path / "rep" / "index.html").read_text()
