@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.analysis import effects, noise, perboot  # noqa: E402
-from qrwbench.report import report  # noqa: E402
+from qrwbench.report import analyse  # noqa: E402
 from qrwbench.results import store  # noqa: E402
 
 
@@ -23,7 +23,7 @@ def main(argv):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     conn = store.connect(argv[0])
-    a = report.analyse(conn, n_resamples=200)
+    a = analyse.analyse(conn, n_resamples=200)
     kinds, widths, place = defaultdict(Counter), defaultdict(list), defaultdict(Counter)
     for c in a.cset.comparisons:
         k = (c.cell.arch, c.cell.cpu, f"{c.cell.vcpus}v", c.cell.workload,

@@ -2,7 +2,7 @@
 
 Spreads behind the closing-note figures: ns per op per thread
 (ns * threads / ops) at 1 vCPU, copy 0, min/median/max over every rep of
-every boot of the commit (default: latest; see report.select) of
+every boot of the commit (default: latest; see selection.select) of
 atomic_add_return (full, per-CPU line), the empty op (the harness), and
 rwlock at 0 % writes (the kernel's rwlock_t and the in-module acqrel copy)."""
 import statistics
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
-from qrwbench.report import report  # noqa: E402
+from qrwbench.report import selection  # noqa: E402
 
 
 def what(s):
@@ -26,7 +26,7 @@ def what(s):
 
 def main(db, commit="latest"):
     groups = {}
-    for s in report.select(store.connect(db, create=False), commit).samples:
+    for s in selection.select(store.connect(db, create=False), commit).samples:
         k = what(s) if s["vcpus"] == 1 and s["copy"] == 0 else None
         if k:
             groups.setdefault((s["arch"], s["cpu_model"], k), []).append(s["ns"] * s["threads"] / s["ops"])

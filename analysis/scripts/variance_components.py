@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
 from qrwbench.analysis import effects, perboot  # noqa: E402
-from qrwbench.report import report  # noqa: E402
+from qrwbench.report import selection  # noqa: E402
 
 
 def components(samples):
@@ -46,11 +46,11 @@ def components(samples):
 
 def main(db, commit="latest"):
     conn = store.connect(db, create=False)
-    sel = report.select(conn, commit)
+    sel = selection.select(conn, commit)
     cut = __import__('os').environ.get('CUT')
     if cut:
         keep = {r['run_id'] for r in sel.runs if (r['started_at'] or '') >= cut}
-        sel = report.Selection('runs since ' + cut, None, [s for s in sel.samples if s['run_id'] in keep], [r for r in sel.runs if r['run_id'] in keep])
+        sel = selection.Selection('runs since ' + cut, None, [s for s in sel.samples if s['run_id'] in keep], [r for r in sel.runs if r['run_id'] in keep])
     rows = components(sel.samples)
     if not rows:
         print("no kernel rows with the module reference and >= 2 boots")

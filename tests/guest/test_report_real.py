@@ -7,7 +7,7 @@ import pytest
 
 from conftest import kernel_dir
 from qrwbench.results import store
-from qrwbench.report import report
+from qrwbench.report import analyse, report
 from qrwbench.run import boot
 from qrwbench.cell import Cell
 
@@ -57,7 +57,7 @@ def test_report_of_a_real_run_has_its_plots_tables_and_provenance(real_db):
         conn.close()
     assert qemu_version.startswith("QEMU emulator version") and qemu_version in html
     for text in (html, md):
-        assert report.TCG_CAVEAT in text
+        assert analyse.TCG_CAVEAT in text
         assert "atomics inline atomic_add_return percpu" in text
         assert "rwlock module rwlock" in text and "rwlock kernel rwlock" in text
     # the 4 atomics orderings against full, the module's copies against acqrel

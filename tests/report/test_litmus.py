@@ -114,16 +114,16 @@ def test_one_vcpu_is_refused_by_the_module(tmp_path):
 
 
 def test_canaries_saved_for_the_report_and_read_back(tmp_path):
-    from qrwbench.report import report
+    from qrwbench.report import sections
     got = {"x86_64/tcg/max": [lit("sb", [7, 40, 50, 3]), lit("mp_rel_acq", [50, 1, 0, 49])]}
     f = tmp_path / "canaries.json"
     litmus.save(got, f)
     rows = litmus.load(f)
     assert [(t, r["test"]) for t, r in rows] == [("x86_64/tcg/max", "sb"),
                                                   ("x86_64/tcg/max", "mp_rel_acq")]
-    md = report._canary_md(rows)
+    md = sections.canary_md(rows)
     assert "| x86_64/tcg/max | sb | allowed | r0=0 r1=0 | 100 | 7 | Sometimes: 7 of 100 |" in md
-    assert "none found" in report._canary_md(None)
+    assert "none found" in sections.canary_md(None)
     assert litmus.load(tmp_path / "missing.json") is None
 
 

@@ -13,7 +13,7 @@ import pytest
 import synth
 from qrwbench import cli
 from qrwbench.results import store
-from qrwbench.report import report, tables
+from qrwbench.report import analyse, report, tables
 from qrwbench.errors import QrwbenchError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_every_plot_is_a_png_with_its_svg_linked(built_report):
 @pytest.mark.parametrize("page", ["html", "md"])
 def test_caveats_name_the_backend_and_the_kvm_reason(built_report, page):
     text = built_report[3] if page == "html" else built_report[4]
-    assert report.TCG_CAVEAT in text
+    assert analyse.TCG_CAVEAT in text
     assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" in text
 
 
@@ -226,7 +226,7 @@ def test_compare_text_on_an_open_connection(results_db):
 
 
 def test_sweep_table_throughput_vs_vcpus():
-    from qrwbench.report.report import _sweep_table
+    from qrwbench.report.sections import sweep_table
 
     def s(vcpus, variant, mops, oc=False, copy=0, op="rwlock"):
         return {"arch": "arm64", "accel": "tcg", "cpu_model": "max", "vcpus": vcpus,
@@ -237,11 +237,11 @@ def test_sweep_table_throughput_vs_vcpus():
                s(4, "acqrel", 3, oc=True), s(1, "full", 9), s(4, "full", 2, oc=True),
                s(4, "full", 99, copy=1),           # the A/A copy is not in the table
                s(1, "acqrel", 5, op="other")]      # one vCPU count only: not a sweep
-    t = _sweep_table(samples)
+    t = sweep_table(samples)
     assert t.headers == ["cell", "variant", "1v", "2v", "4v"]
     assert t.rows == [["arm64/tcg/max rwlock module rwlock shared", "acqrel", "11", "8", "3*"],
                       ["arm64/tcg/max rwlock module rwlock shared", "full", "9", "-", "2*"]]
-    assert _sweep_table(samples[-1:]).rows == []
+    assert sweep_table(samples[-1:]).rows == []
 
 
 def test_the_console_table_fits_160_columns_and_keeps_every_row(results_db):

@@ -14,7 +14,7 @@ from conftest import TOP, first_error, kernel_dir, make
 from qrwbench.cell import Cell
 from qrwbench.errors import QrwbenchError
 from qrwbench.report import nested as report_nested
-from qrwbench.report import report
+from qrwbench.report import analyse, report, selection
 from qrwbench.results import store
 from qrwbench.run import boot, kvm, nested
 
@@ -144,10 +144,10 @@ def test_nested_runs_are_not_compared_and_are_listed_apart(tmp_path):
     conn = store.connect(db)
     for d in sorted(runs.iterdir()):
         assert store.import_run(conn, d).status == "ok"
-    sel = report.select(conn)
+    sel = selection.select(conn)
     assert sel.rig_commit == "a" * 40, "the latest commit is the latest one with compared runs"
     assert {s["run_id"] for s in sel.samples} == {"a0", "a1", "a2"}
-    a = report.analyse(conn, n_resamples=200)
+    a = analyse.analyse(conn, n_resamples=200)
     assert a.cset.comparisons and all(c.cell.host != store.NESTED_HOST for c in a.cset.comparisons)
     assert [r[0] for r in a.nested.rows] == ["n0"]
     assert "max,pauth-impdef=on" in a.nested.rows[0][5]
@@ -163,7 +163,7 @@ def test_only_nested_runs_is_a_one_line_error(tmp_path):
     conn = store.connect(tmp_path / "r.sqlite")
     store.import_run(conn, runs / "n0")
     with pytest.raises(QrwbenchError, match="1 of make kvm-nested, which are not compared"):
-        report.select(conn)
+        selection.select(conn)
     conn.close()
 
 

@@ -30,8 +30,9 @@ from ..defaults import ALPHA
 from ..errors import QrwbenchError
 from ..cell import Cell
 from ..results import store
+from . import selection
 
-# numpy, scipy and the modules that need them (report, analysis) are imported
+# numpy, scipy and the modules that need them (analysis) are imported
 # where they are used: the command line imports this module to build its
 # parser, and `bench --plan` runs before `make deps` installed them.
 
@@ -178,15 +179,14 @@ def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench noise`` (the parser is cli's)."""
     ap.add_argument("db", help="results DB (SQLite)")
     ap.add_argument("--commit", default="all",
-                    help="rig commit: all (default), latest, HEAD, or a sha/prefix (report.select)")
+                    help="rig commit: all (default), latest, HEAD, or a sha/prefix (selection.select)")
     ap.add_argument("--width", type=int, default=10, help="windows per drift bucket (default 10)")
 
 
 def run(args) -> int:
     """``python3 -m qrwbench noise DB``: bad input raises QrwbenchError (cli.main prints it)."""
-    from . import report
     if not Path(args.db).is_file():
         raise QrwbenchError(f"results DB {args.db!r} does not exist")
-    samples = report.select(store.connect(args.db, create=False), args.commit).samples
+    samples = selection.select(store.connect(args.db, create=False), args.commit).samples
     sys.stdout.write(format_text(samples, width=args.width))
     return 0
