@@ -149,8 +149,7 @@ static int qrwb_setup_rwlock(void)
 	int ret;
 
 	nids = qrwb_rw_ids(ids);
-	qrwb_boxes = vzalloc(array_size(qrwb_cxt.cfg.nlocks,
-					    sizeof(*qrwb_boxes)));
+	qrwb_boxes = vzalloc(array_size(qrwb_cxt.cfg.nlocks, sizeof(*qrwb_boxes)));
 	if (!qrwb_boxes)
 		return -ENOMEM;
 	ret = qrwb_alloc_rep(nids, true);
