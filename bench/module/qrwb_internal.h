@@ -147,10 +147,10 @@ struct qrwb_label {
  * which the driver then runs.
  *
  * The result records of a rep (qrwb_emit_rep()): label() names an entry's
- * result, or returns false for an entry that has none; overhead() is true
- * for an entry that measures the harness alone, whose cost per op is the
- * overhead_ps of the entries of its placement; emit() (or NULL) adds the
- * workload's own fields to the end of entry k's result.
+ * result, or returns false for an entry that has none; overhead() (or
+ * NULL: none) is true for an entry that measures the harness alone, whose
+ * cost per op is the overhead_ps of the entries of its placement; emit()
+ * (or NULL) adds the workload's own fields to the end of entry k's result.
  */
 struct qrwb_workload {
 	const char *name;

@@ -261,7 +261,7 @@ int qrwb_emit_rep(unsigned int rep)
 	for (k = 0; k < qrwb_cxt.nents; k++) {
 		const struct qrwb_ent *e = &qrwb_cxt.ents[k];
 
-		if (wl->overhead(e))
+		if (wl->overhead && wl->overhead(e))
 			ovh[e->percpu] = &qrwb_cxt.res[k];
 	}
 
