@@ -4,7 +4,8 @@
  * orderings) x copy {0, 1} x placement, measured by the one driver in
  * paired blocks (every ordering and copy of one op on one placement).
  * The loops themselves are generated per op, ordering and copy from
- * qrwb_ops.def (qrwb_loops.h).
+ * qrwb_ops.def (qrwb_loops.h). Its parameters: ops= (its check()),
+ * placement=, copies=, aa_inject_mb=.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -21,17 +22,79 @@ const struct qrwb_op_desc qrwb_op_desc[QRWB_NOPS] = {
 #undef QRWB_OP
 };
 
-/* each op id's block: the first op id of the same op name (by qrwb_parse_ops) */
-void qrwb_init_op_blocks(void)
+/* the ops selected (ops=), their batches and paired blocks */
+static bool qrwb_op_selected[QRWB_NOPS];
+static unsigned long qrwb_op_batch[QRWB_NOPS];
+/* each op id's block: the first op id of the same op name */
+static unsigned int qrwb_op_block[QRWB_NOPS];
+
+static void qrwb_init_op_blocks(void)
 {
 	unsigned int i, k;
 
 	for (i = 0; i < QRWB_NOPS; i++)
 		for (k = 0; k <= i; k++)
 			if (!strcmp(qrwb_op_desc[k].name, qrwb_op_desc[i].name)) {
-				qrwb_cxt.op_block[i] = k;
+				qrwb_op_block[i] = k;
 				break;
 			}
+}
+
+/* its check(), in every measured run: ops=all or a comma-separated list of op names */
+static int qrwb_parse_ops(void)
+{
+	static char names[1024];
+	char list[1025], *p, *tok;
+	size_t len = 0;
+	unsigned int i;
+	bool any;
+
+	qrwb_init_op_blocks();
+	for (i = 0; i < QRWB_NOPS; i++)
+		qrwb_op_selected[i] = !strcmp(qrwb_cxt.cfg.ops, "all");
+	/* the harness overhead is measured in every rep */
+	qrwb_op_selected[QRWB_ID_empty_relaxed] = true;
+	if (!strcmp(qrwb_cxt.cfg.ops, "all"))
+		return 0;
+
+	strscpy(list, qrwb_cxt.cfg.ops, sizeof(list));
+	p = list;
+	while ((tok = strsep(&p, ","))) {
+		if (!*tok)
+			continue;
+		any = false;
+		for (i = 0; i < QRWB_NOPS; i++) {
+			if (!strcmp(tok, qrwb_op_desc[i].name)) {
+				qrwb_op_selected[i] = true;
+				any = true;
+			}
+		}
+		if (any)
+			continue;
+		for (i = 0; i < QRWB_NOPS; i++) {
+			if (qrwb_op_block[i] == i)	/* first of its name */
+				len += scnprintf(names + len, sizeof(names) - len,
+						 "%s%s", len ? " " : "",
+						 qrwb_op_desc[i].name);
+		}
+		return qrwb_refuse("ops: unknown op '%.40s': valid is all or a comma-separated list of: %s",
+				   tok, names);
+	}
+	return 0;
+}
+
+/* the driver's choices and ops= (check()), the injected barrier's copy, the threads */
+static int qrwb_params_atomics(void)
+{
+	int ret;
+
+	ret = qrwb_parse_measured();
+	if (ret)
+		return ret;
+	if (qrwb_cxt.cfg.aa_inject_mb && qrwb_cxt.cfg.copies < 2)
+		return qrwb_refuse("aa_inject_mb=1 with copies=%llu: the barrier is injected into copy 1: valid is copies=2 with it",
+				   qrwb_cxt.cfg.copies);
+	return qrwb_parse_threads();
 }
 
 /* atomics: one batch per op name (all orderings and copies share it) */
@@ -46,21 +109,21 @@ static void qrwb_calibrate_atomics(void)
 	unsigned int i, k;
 
 	for (i = 0; i < QRWB_NOPS; i++) {
-		if (qrwb_cxt.op_selected[i])
+		if (qrwb_op_selected[i])
 			cost[i] = qrwb_cost_ps(qrwb_loops_c0[i], &qrwb_cxt.slots[1]);
 	}
 	for (i = 0; i < QRWB_NOPS; i++) {
 		u64 c = U64_MAX;
 
-		if (!qrwb_cxt.op_selected[i])
+		if (!qrwb_op_selected[i])
 			continue;
 		for (k = 0; k < QRWB_NOPS; k++)
-			if (qrwb_cxt.op_selected[k] &&
-			    qrwb_cxt.op_block[k] == qrwb_cxt.op_block[i])
+			if (qrwb_op_selected[k] &&
+			    qrwb_op_block[k] == qrwb_op_block[i])
 				c = min(c, cost[k]);
-		qrwb_cxt.op_batch[i] = given ?: qrwb_batch_for(c);
-		bmin = min(bmin, qrwb_cxt.op_batch[i]);
-		bmax = max(bmax, qrwb_cxt.op_batch[i]);
+		qrwb_op_batch[i] = given ?: qrwb_batch_for(c);
+		bmin = min(bmin, qrwb_op_batch[i]);
+		bmax = max(bmax, qrwb_op_batch[i]);
 	}
 	pr_info("clock read %llu ps; empty op %llu ps; batch %lu..%lu%s\n",
 		qrwb_cxt.clock_ps, cost[QRWB_ID_empty_relaxed], bmin, bmax,
@@ -74,7 +137,7 @@ static int qrwb_setup_atomics(void)
 	int ret;
 
 	for (i = 0; i < QRWB_NOPS; i++)
-		nsel += qrwb_cxt.op_selected[i];
+		nsel += qrwb_op_selected[i];
 	nplace = qrwb_cxt.placement == QRWB_PLACE_BOTH ? 2 : 1;
 	ret = qrwb_alloc_rep(nsel * qrwb_cxt.cfg.copies * nplace, false);
 	if (ret)
@@ -90,7 +153,7 @@ static void qrwb_fill_atomics(struct qrwb_ent *e)
 	unsigned int i, copy, n = 0;
 
 	for (i = 0; i < QRWB_NOPS; i++) {
-		if (!qrwb_cxt.op_selected[i])
+		if (!qrwb_op_selected[i])
 			continue;
 		for (copy = 0; copy < qrwb_cxt.cfg.copies; copy++) {
 			if (shared)
@@ -105,18 +168,42 @@ static void qrwb_fill_atomics(struct qrwb_ent *e)
 static void qrwb_prep_atomics(const struct qrwb_ent *e, unsigned int rep)
 {
 	const qrwb_loop_fn *tbl = qrwb_loops_c0;
+	unsigned int t;
 
 	if (e->copy)
 		tbl = qrwb_cxt.cfg.aa_inject_mb && e->id != QRWB_ID_empty_relaxed ?
 		      qrwb_loops_c1mb : qrwb_loops_c1;
 	qrwb_cxt.job.loop = tbl[e->id];
-	qrwb_cxt.job.batch = qrwb_cxt.op_batch[e->id];
-	qrwb_cxt.job.percpu = e->percpu;
+	qrwb_cxt.job.batch = qrwb_op_batch[e->id];
+	/* slot 0: shared by all threads; slot 1 + t: thread t's own */
+	for (t = 0; t < qrwb_cxt.nthreads; t++)
+		qrwb_cxt.workers[t].ctx = e->percpu ? &qrwb_cxt.slots[1 + t] :
+				       &qrwb_cxt.slots[0];
 }
 
-const struct qrwb_workload qrwb_atomics = {
-	.setup	= qrwb_setup_atomics,
-	.fill	= qrwb_fill_atomics,
-	.block	= qrwb_cxt.op_block,
-	.prep	= qrwb_prep_atomics,
+static bool qrwb_label_atomics(const struct qrwb_ent *e, struct qrwb_label *l)
+{
+	l->impl = "inline";
+	l->op = qrwb_op_desc[e->id].name;
+	l->variant = qrwb_op_desc[e->id].ord;
+	return true;
+}
+
+/* the harness alone: empty, copy 0 (its result is also a record) */
+static bool qrwb_overhead_atomics(const struct qrwb_ent *e)
+{
+	return e->id == QRWB_ID_empty_relaxed && e->copy == 0;
+}
+
+const struct qrwb_workload qrwb_wl_atomics = {
+	.name		= "atomics",
+	.params		= qrwb_params_atomics,
+	.check		= qrwb_parse_ops,
+	.run		= qrwb_run_threads,
+	.setup		= qrwb_setup_atomics,
+	.fill		= qrwb_fill_atomics,
+	.block		= qrwb_op_block,
+	.prep		= qrwb_prep_atomics,
+	.label		= qrwb_label_atomics,
+	.overhead	= qrwb_overhead_atomics,
 };

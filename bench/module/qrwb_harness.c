@@ -89,14 +89,6 @@ static void qrwb_shuffle_blocks(struct qrwb_ent *e, unsigned int n,
 /* ------------------------------------------------------------------ */
 /* workers and the measurement */
 
-/* the loop's ctx on worker w: its rwlock state, or its atomics slot */
-static void *qrwb_job_ctx(const struct qrwb_job *j, struct qrwb_worker *w)
-{
-	if (qrwb_cxt.workload == QRWB_W_RWLOCK)
-		return &w->rw;
-	return j->percpu ? &qrwb_cxt.slots[1 + w->idx] : &qrwb_cxt.slots[0];
-}
-
 /*
  * Batches until a clock read is at or past until; returns that read. The
  * clock is read after every batch and nowhere else; *ops counts the ops.
@@ -119,7 +111,7 @@ static void qrwb_measure(struct qrwb_worker *w)
 {
 	struct qrwb_job *j = &qrwb_cxt.job;
 	const qrwb_loop_fn loop = j->loop;
-	void *const ctx = qrwb_job_ctx(j, w);
+	void *const ctx = w->ctx;
 	const unsigned long batch = j->batch;
 	struct qrwb_rwctx *c = &w->rw;
 	u64 now, t, t_start, t_end, warm_ops = 0, ops = 0;
@@ -225,7 +217,7 @@ static int qrwb_worker_fn(void *arg)
 	return 0;
 }
 
-void qrwb_stop_workers(void)
+static void qrwb_stop_workers(void)
 {
 	unsigned int t;
 
@@ -236,7 +228,7 @@ void qrwb_stop_workers(void)
 	}
 }
 
-int qrwb_start_workers(void)
+static int qrwb_start_workers(void)
 {
 	unsigned int t = 0, cpu;
 	struct task_struct *task;
@@ -457,7 +449,22 @@ static int qrwb_drive(const struct qrwb_workload *wl)
 static int qrwb_run(void)
 {
 	qrwb_cxt.clock_ps = qrwb_measure_clock_ps();
-	if (qrwb_cxt.workload == QRWB_W_ATOMICS)
-		return qrwb_drive(&qrwb_atomics);
-	return qrwb_drive(&qrwb_rwlock);
+	return qrwb_drive(qrwb_cxt.wl);
+}
+
+/*
+ * The run of a measured workload (its run()), in module_init: the threads,
+ * whose leader emits begin once they all have their counters, then runs
+ * the workload on the one driver.
+ */
+int qrwb_run_threads(void)
+{
+	int ret;
+
+	ret = qrwb_start_workers();
+	if (ret)
+		return ret;
+	wait_for_completion(&qrwb_cxt.run_done);
+	qrwb_stop_workers();
+	return qrwb_cxt.run_ret;
 }

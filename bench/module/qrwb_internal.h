@@ -2,15 +2,15 @@
 /*
  * qrwbench: what the harness's files share (qrwbench.h is what the loops
  * share). The run's whole state is one context, qrwb_cxt (qrwb_main.c),
- * as locktorture's cxt:
+ * as locktorture's cxt; a workload's own state is in its own file.
  *
  *   qrwb_params.c   parameters: parsing, checks, refusals
  *   qrwb_rec.c      the records (JSON lines) and /proc/qrwbench
  *   qrwb_pmu.c      in-kernel perf counters
  *   qrwb_harness.c  workers, the measurement, calibration, the one driver
- *   qrwb_atomics.c  workload=atomics: its entries and batches
- *   qrwb_rwlock.c   workload=rwlock: its entries, locks and batch
- *   qrwb_main.c     module init and exit, workload=litmus
+ *   qrwb_<name>.c   workload=<name>: its ops, struct qrwb_workload, one
+ *                   per row of the workload table qrwb_workloads.def
+ *   qrwb_main.c     module init and exit, the workload table
  */
 #ifndef QRWB_INTERNAL_H
 #define QRWB_INTERNAL_H
@@ -39,7 +39,6 @@
 #endif
 
 /* parameters (qrwb_params.def), parsed once: in the order of their names */
-enum qrwb_workload_id { QRWB_W_ATOMICS, QRWB_W_RWLOCK, QRWB_W_HANG, QRWB_W_LITMUS };
 enum qrwb_place_id { QRWB_PLACE_BOTH, QRWB_PLACE_SHARED, QRWB_PLACE_PERCPU };
 enum qrwb_impl_id { QRWB_IMPL_ALL, QRWB_IMPL_KERNEL, QRWB_IMPL_MODULE };
 
@@ -63,7 +62,7 @@ struct qrwb_pmu_snap {
 
 /* one entry of a rep's shuffled list */
 struct qrwb_ent {
-	u16 id;		/* atomics: enum qrwb_op_id; rwlock: enum qrwb_rw_id */
+	u16 id;		/* the workload's (atomics: enum qrwb_op_id) */
 	u8 copy;
 	u8 percpu;
 };
@@ -84,7 +83,6 @@ struct qrwb_res {
 struct qrwb_job {
 	qrwb_loop_fn loop;	/* called with the worker's ctx (qrwb_measure) */
 	unsigned long batch;
-	bool percpu;		/* atomics: ctx is the worker's own slot */
 	unsigned int nthreads;
 	u64 warm_ns;
 	u64 dur_ns;
@@ -100,6 +98,7 @@ struct qrwb_worker {
 	struct task_struct *task;
 	unsigned int idx;
 	unsigned long seen;
+	void *ctx;		/* the job's loop's ctx here (the workload's prep()) */
 	struct qrwb_rwctx rw;
 	u64 ops;
 	u64 reads;
@@ -114,25 +113,71 @@ struct qrwb_worker {
 	u64 pmu_read_ns[2];	/* sums: reading them before, after the windows */
 } __aligned(QRWB_LINE);
 
+/* what a result record names: its impl, op and variant */
+struct qrwb_label {
+	const char *impl;
+	const char *op;
+	const char *variant;
+};
+
 /*
- * A workload for the one driver (qrwb_drive()): setup() allocates the
- * rep's entries (qrwb_alloc_rep()) and calibrates; every round, fill()
- * writes the entries, which the driver shuffles (in paired blocks when
- * block is set, else as one block); for each entry, prep() sets up the
- * job (cxt.job's loop, batch and placement, and whatever the threads
- * need), which the driver then runs.
+ * A workload: its ops, as refscale's struct ref_scale_ops. One file
+ * qrwb_<name>.c defines qrwb_wl_<name> for its row of qrwb_workloads.def;
+ * the parser, the harness and the record writer call these and never ask
+ * which workload runs.
+ *
+ * Parameters (qrwb_parse()): params() checks the workload's parameters
+ * after the generic ranges of qrwb_params.def, refusing a bad one with
+ * qrwb_refuse(), and sets what the run needs, qrwb_cxt.nthreads among it
+ * (a measured workload: qrwb_parse_measured(), qrwb_parse_threads()).
+ * check(), where a workload has one, checks a parameter only it reads
+ * (atomics: ops=) and keeps what it needs of it; it runs in every
+ * measured run, whichever workload that measures, as placement= and
+ * impl= are checked in every one.
+ *
+ * The run: run() is all of it, in module_init, the begin record first:
+ * qrwb_run_threads() for a workload the one driver measures, or the
+ * workload's own. cleanup() (or NULL) frees what the run allocated.
+ *
+ * The one driver (qrwb_drive()): setup() allocates the rep's entries
+ * (qrwb_alloc_rep()) and calibrates; every round, fill() writes the
+ * entries, which the driver shuffles (in paired blocks when block is set,
+ * else as one block); for each entry, prep() sets up the job (cxt.job's
+ * loop and batch, every worker's ctx, and whatever the threads need),
+ * which the driver then runs.
+ *
+ * The result records of a rep (qrwb_emit_rep()): label() names an entry's
+ * result, or returns false for an entry that has none; overhead() (or
+ * NULL: none) is true for an entry that measures the harness alone, whose
+ * cost per op is the overhead_ps of the entries of its placement; emit()
+ * (or NULL) adds the workload's own fields to the end of entry k's result.
  */
 struct qrwb_workload {
+	const char *name;
+	int (*params)(void);
+	int (*check)(void);
+	int (*run)(void);
+	void (*cleanup)(void);
+	/* the one driver */
 	int (*setup)(void);
 	void (*fill)(struct qrwb_ent *e);
-	const unsigned int *block;	/* entry id -> block, or NULL */
+	const unsigned int *block;	/* entry id -> block (< QRWB_NOPS), or NULL */
 	void (*prep)(const struct qrwb_ent *e, unsigned int rep);
+	/* the result records */
+	bool (*label)(const struct qrwb_ent *e, struct qrwb_label *l);
+	bool (*overhead)(const struct qrwb_ent *e);
+	void (*emit)(unsigned int k, const struct qrwb_res *r);
 };
+
+/* the workloads, one per row of qrwb_workloads.def (the table: qrwb_main.c) */
+#define QRWB_WORKLOAD(name)	extern const struct qrwb_workload qrwb_wl_##name;
+#include "qrwb_workloads.def"
+#undef QRWB_WORKLOAD
 
 /* the run's context: everything the module keeps between calls */
 struct qrwb_cxt {
 	struct qrwb_cfg cfg;		/* parameters, as given or defaulted */
-	enum qrwb_workload_id workload;
+	const struct qrwb_workload *wl;	/* the workload= that runs */
 	enum qrwb_place_id placement;
 	enum qrwb_impl_id impl;
 	unsigned int nthreads;
@@ -168,15 +213,6 @@ struct qrwb_cxt {
 	u64 pmu_omitted[QRWB_PMU_N];
 	char pmu_omit_why[QRWB_PMU_N][QRWB_PMU_WHY];
 
-	/* atomics: the ops selected, their batches and paired blocks */
-	bool op_selected[QRWB_NOPS];
-	unsigned long op_batch[QRWB_NOPS];
-	/* each op id's block: the first op id of the same op name */
-	unsigned int op_block[QRWB_NOPS];
-	/* rwlock: cfg.nlocks locks, one batch for every implementation */
-	struct qrwb_lockbox *boxes;
-	unsigned long rw_batch;
-
 	/* per rep: entries, results, per-thread counts [entry][thread] */
 	struct qrwb_ent *ents;
 	struct qrwb_res *res;
@@ -202,8 +238,10 @@ struct qrwb_cxt {
 extern struct qrwb_cxt qrwb_cxt;
 
 /* qrwb_params.c */
-int qrwb_parse(void);
-void qrwb_emit_params(void);
+int qrwb_parse(const struct qrwb_workload *const *wls, unsigned int n);
+int qrwb_refuse(const char *fmt, ...) __printf(1, 2);
+int qrwb_parse_measured(void);
+int qrwb_parse_threads(void);
 
 /* qrwb_rec.c */
 const char *qrwb_kernel_variant(void);
@@ -211,6 +249,8 @@ void qrwb_rec_add(const char *fmt, ...) __printf(1, 2);
 void qrwb_key(const char *key);
 void qrwb_kstr(const char *key, const char *val);
 void qrwb_ku64(const char *key, u64 val);
+void qrwb_ks64(const char *key, s64 val);
+void qrwb_klist(const char *key, const u64 *v);
 void qrwb_rec_start(const char *type);
 int qrwb_rec_emit(bool count);
 int qrwb_emit_begin(void);
@@ -248,35 +288,18 @@ static inline void qrwb_pmu_read(struct qrwb_worker *w,
 
 /* qrwb_harness.c */
 u64 qrwb_splitmix(u64 *state);
-int qrwb_start_workers(void);
-void qrwb_stop_workers(void);
+int qrwb_run_threads(void);
 u64 qrwb_cost_ps(qrwb_loop_fn loop, void *ctx);
 unsigned long qrwb_batch_for(u64 cost_ps);
 int qrwb_alloc_rep(unsigned int nents, bool rw);
 void qrwb_free_rep(void);
 
-/* qrwb_atomics.c */
+/* qrwb_atomics.c: the op table's names, for the records and the layout line */
 struct qrwb_op_desc {
 	const char *name;	/* the op, e.g. atomic_add_return */
 	const char *ord;	/* its ordering: full, acquire, release, relaxed */
 };
 
 extern const struct qrwb_op_desc qrwb_op_desc[QRWB_NOPS];
-extern const struct qrwb_workload qrwb_atomics;
-void qrwb_init_op_blocks(void);
-
-/* qrwb_rwlock.c */
-/* one row of qrwb_impls.def */
-struct qrwb_impl_desc {
-	const char *kind;	/* the record's impl: "kernel" or "module" */
-	const char *ord;	/* module: the record's variant */
-	const qrwb_loop_fn *loop;
-	u8 kind_id;		/* QRWB_KIND_* */
-	u8 copy;
-	u8 mb;
-};
-
-extern const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N];
-extern const struct qrwb_workload qrwb_rwlock;
 
 #endif /* QRWB_INTERNAL_H */

@@ -10,7 +10,10 @@
  * (reset by thread 0 between batches), each in its own cache line. The
  * count of each outcome (r0, r1 in {0, 1}) tells whether this CPU, or this
  * emulator on this host, can show the reordering the test is about.
+ * Its records: begin, then one litmus record per test.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/atomic.h>
 #include <linux/completion.h>
 #include <linux/cpumask.h>
@@ -18,8 +21,10 @@
 #include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/sched.h>
+#include <linux/string.h>
 #include <linux/vmalloc.h>
-#include "qrwbench.h"
+
+#include "qrwb_internal.h"
 
 struct qrwb_lt_vars {
 	int x ____cacheline_aligned;
@@ -53,8 +58,6 @@ static const struct qrwb_lt_test qrwb_lt_tests[] = {
 #include "qrwb_litmus.def"
 #undef QRWB_LITMUS
 };
-
-const unsigned int qrwb_nlitmus = ARRAY_SIZE(qrwb_lt_tests);
 
 #define QRWB_LT_BATCH	256
 
@@ -141,14 +144,19 @@ static int qrwb_lt_thread(void *p)
 	return 0;
 }
 
-const char *qrwb_litmus_name(unsigned int k)
-{
-	return qrwb_lt_tests[k].name;
-}
+/* one test's outcome */
+struct qrwb_litmus_res {
+	const char *name;
+	const char *lkmm;	/* "allowed" or "forbidden" */
+	int want[2];		/* the outcome only reordering explains */
+	unsigned long iters;	/* iterations run (fewer when the time ran out) */
+	u64 ns;
+	u64 count[4];		/* outcome r0 * 2 + r1 */
+};
 
 /* run test k on the first two online CPUs */
-int qrwb_litmus_run(unsigned int k, unsigned long iters, u64 limit_ns,
-		    struct qrwb_litmus_res *res)
+static int qrwb_litmus_run(unsigned int k, unsigned long iters, u64 limit_ns,
+			   struct qrwb_litmus_res *res)
 {
 	struct qrwb_lt_arg arg[2];
 	struct task_struct *task[2] = { NULL, NULL };
@@ -210,3 +218,55 @@ out:
 	vfree(run);
 	return ret;
 }
+
+/* its run(): begin, one litmus record per test of qrwb_litmus.def */
+static int qrwb_run_litmus(void)
+{
+	struct qrwb_litmus_res res;
+	unsigned int k, i;
+	int ret;
+
+	for (i = 0; i < QRWB_PMU_N; i++)
+		strscpy(qrwb_cxt.pmu_why[i], "not read by the litmus workload", QRWB_PMU_WHY);
+	ret = qrwb_emit_begin();
+	for (k = 0; !ret && k < ARRAY_SIZE(qrwb_lt_tests); k++) {
+		ret = qrwb_litmus_run(k, qrwb_cxt.cfg.litmus_iters,
+				      qrwb_cxt.cfg.duration_ms * NSEC_PER_MSEC, &res);
+		if (ret)
+			break;
+		qrwb_rec_start("litmus");
+		qrwb_kstr("test", res.name);
+		qrwb_kstr("lkmm", res.lkmm);
+		qrwb_key("want");
+		qrwb_rec_add("[%d,%d]", res.want[0], res.want[1]);
+		qrwb_ku64("iters", res.iters);
+		qrwb_ku64("ns", res.ns);
+		qrwb_key("counts");
+		qrwb_rec_add("[%llu,%llu,%llu,%llu]", res.count[0], res.count[1],
+			     res.count[2], res.count[3]);
+		ret = qrwb_rec_emit(true);
+		pr_info("litmus %s (%s): %llu of %lu iterations showed r0=%d r1=%d\n",
+			res.name, res.lkmm, res.count[res.want[0] * 2 + res.want[1]],
+			res.iters, res.want[0], res.want[1]);
+	}
+	return ret;
+}
+
+/* two threads, whatever threads= says; litmus_iters=, duration_ms= */
+static int qrwb_params_litmus(void)
+{
+	unsigned int online = num_online_cpus();
+
+	if (online < 2)
+		return qrwb_refuse("workload=litmus needs two CPUs, the guest has %u online: valid is a guest with 2 or more vCPUs",
+				   online);
+	qrwb_cxt.nthreads = 2;
+	return 0;
+}
+
+/* not measured by the one driver: no entries, no result records */
+const struct qrwb_workload qrwb_wl_litmus = {
+	.name		= "litmus",
+	.params		= qrwb_params_litmus,
+	.run		= qrwb_run_litmus,
+};

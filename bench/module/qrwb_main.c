@@ -12,18 +12,17 @@
  * through a function pointer once per batch and reads the clock only
  * between batches. The loops themselves are generated per op, ordering
  * and copy from qrwb_ops.def (qrwb_loops.h) and per lock implementation
- * from one template (qrwb_lock_tmpl.h). The files: qrwb_internal.h.
+ * from one template (qrwb_lock_tmpl.h). The workloads are the rows of
+ * qrwb_workloads.def, one file each. The files: qrwb_internal.h.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
-#include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/proc_fs.h>
 #include <linux/random.h>
-#include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/vmalloc.h>
 
@@ -34,44 +33,21 @@ struct qrwb_cxt qrwb_cxt = {
 	.run_done = COMPLETION_INITIALIZER(qrwb_cxt.run_done),
 };
 
+/*
+ * The workloads, one row of qrwb_workloads.def each, as refscale's
+ * scale_ops[]: workload= picks one (qrwb_parse()).
+ */
+static const struct qrwb_workload *const qrwb_workloads[] = {
+#define QRWB_WORKLOAD(name)	(&qrwb_wl_##name),
+#include "qrwb_workloads.def"
+#undef QRWB_WORKLOAD
+};
+
 static void qrwb_free_all(void)
 {
 	qrwb_free_rep();
-	vfree(qrwb_cxt.boxes);
-	qrwb_cxt.boxes = NULL;
-}
-
-/* workload=litmus: begin, one litmus record per test of qrwb_litmus.def */
-static int qrwb_run_litmus(void)
-{
-	struct qrwb_litmus_res res;
-	unsigned int k, i;
-	int ret;
-
-	for (i = 0; i < QRWB_PMU_N; i++)
-		strscpy(qrwb_cxt.pmu_why[i], "not read by the litmus workload", QRWB_PMU_WHY);
-	ret = qrwb_emit_begin();
-	for (k = 0; !ret && k < qrwb_nlitmus; k++) {
-		ret = qrwb_litmus_run(k, qrwb_cxt.cfg.litmus_iters,
-				      qrwb_cxt.cfg.duration_ms * NSEC_PER_MSEC, &res);
-		if (ret)
-			break;
-		qrwb_rec_start("litmus");
-		qrwb_kstr("test", res.name);
-		qrwb_kstr("lkmm", res.lkmm);
-		qrwb_key("want");
-		qrwb_rec_add("[%d,%d]", res.want[0], res.want[1]);
-		qrwb_ku64("iters", res.iters);
-		qrwb_ku64("ns", res.ns);
-		qrwb_key("counts");
-		qrwb_rec_add("[%llu,%llu,%llu,%llu]", res.count[0], res.count[1],
-			     res.count[2], res.count[3]);
-		ret = qrwb_rec_emit(true);
-		pr_info("litmus %s (%s): %llu of %lu iterations showed r0=%d r1=%d\n",
-			res.name, res.lkmm, res.count[res.want[0] * 2 + res.want[1]],
-			res.iters, res.want[0], res.want[1]);
-	}
-	return ret;
+	if (qrwb_cxt.wl->cleanup)
+		qrwb_cxt.wl->cleanup();
 }
 
 /* the console lines at the end: records, measurements, harness costs */
@@ -97,15 +73,9 @@ static int __init qrwb_init(void)
 	u64 t0;
 	int ret;
 
-	ret = qrwb_parse();
+	ret = qrwb_parse(qrwb_workloads, ARRAY_SIZE(qrwb_workloads));
 	if (ret)
 		return ret;
-
-	if (qrwb_cxt.workload == QRWB_W_HANG) {
-		pr_info("workload=hang: sleeping until the machine is stopped\n");
-		for (;;)
-			msleep(1000);
-	}
 
 	qrwb_cxt.seed = qrwb_cxt.cfg.seed ? qrwb_cxt.cfg.seed : get_random_u32();
 	qrwb_cxt.rng = qrwb_cxt.seed;
@@ -120,17 +90,7 @@ static int __init qrwb_init(void)
 		qrwb_cxt.cfg.workload, qrwb_cxt.nthreads, qrwb_cxt.seed,
 		qrwb_kernel_variant(), QRWB_ARCH);
 
-	if (qrwb_cxt.workload == QRWB_W_LITMUS) {
-		ret = qrwb_run_litmus();
-	} else {
-		/* the leader emits begin once the threads have their counters */
-		ret = qrwb_start_workers();
-		if (ret)
-			goto out;
-		wait_for_completion(&qrwb_cxt.run_done);
-		qrwb_stop_workers();
-		ret = qrwb_cxt.run_ret;
-	}
+	ret = qrwb_cxt.wl->run();
 	if (ret)
 		goto out;
 	ret = qrwb_emit_end();

@@ -26,7 +26,7 @@
 #undef QRWB_SPARAM
 #undef QRWB_UPARAM
 
-/* the parameter table, for parsing and for the begin record */
+/* the parameter table, for parsing (the begin record: qrwb_rec.c) */
 static const struct qrwb_pdesc {
 	const char *name;
 	char **arg;
@@ -44,28 +44,8 @@ static const struct qrwb_pdesc {
 #undef QRWB_UPARAM
 };
 
-/* begin.params: every parameter, as given or defaulted */
-void qrwb_emit_params(void)
-{
-	unsigned int i;
-
-	qrwb_key("params");
-	qrwb_cxt.rec_first = true;
-	qrwb_rec_add("{");
-	for (i = 0; i < ARRAY_SIZE(qrwb_pdescs); i++) {
-		const struct qrwb_pdesc *d = &qrwb_pdescs[i];
-
-		if (d->sval)
-			qrwb_kstr(d->name, *d->sval);
-		else
-			qrwb_ku64(d->name, *d->uval);
-	}
-	qrwb_rec_add("}");
-	qrwb_cxt.rec_first = false;
-}
-
-static int qrwb_refuse(const char *fmt, ...) __printf(1, 2);
-static int qrwb_refuse(const char *fmt, ...)
+/* one "qrwbench: refused: <reason>" line; -EINVAL */
+int qrwb_refuse(const char *fmt, ...)
 {
 	struct va_format vaf;
 	va_list ap;
@@ -125,49 +105,6 @@ static int qrwb_parse_oneof(const char *name, const char *val,
 			   valid_text);
 }
 
-/* ops=all or a comma-separated list of op names */
-static int qrwb_parse_ops(void)
-{
-	static char names[1024];
-	char list[1025], *p, *tok;
-	size_t len = 0;
-	unsigned int i;
-	bool any;
-
-	qrwb_init_op_blocks();
-	for (i = 0; i < QRWB_NOPS; i++)
-		qrwb_cxt.op_selected[i] = !strcmp(qrwb_cxt.cfg.ops, "all");
-	/* the harness overhead is measured in every rep */
-	qrwb_cxt.op_selected[QRWB_ID_empty_relaxed] = true;
-	if (!strcmp(qrwb_cxt.cfg.ops, "all"))
-		return 0;
-
-	strscpy(list, qrwb_cxt.cfg.ops, sizeof(list));
-	p = list;
-	while ((tok = strsep(&p, ","))) {
-		if (!*tok)
-			continue;
-		any = false;
-		for (i = 0; i < QRWB_NOPS; i++) {
-			if (!strcmp(tok, qrwb_op_desc[i].name)) {
-				qrwb_cxt.op_selected[i] = true;
-				any = true;
-			}
-		}
-		if (any)
-			continue;
-		for (i = 0; i < QRWB_NOPS; i++) {
-			if (qrwb_cxt.op_block[i] == i)	/* first of its name */
-				len += scnprintf(names + len, sizeof(names) - len,
-						 "%s%s", len ? " " : "",
-						 qrwb_op_desc[i].name);
-		}
-		return qrwb_refuse("ops: unknown op '%.40s': valid is all or a comma-separated list of: %s",
-				   tok, names);
-	}
-	return 0;
-}
-
 /*
  * The harness needs a fine clock: x86 TCG guests without a TSC
  * calibration reference fall back to jiffies (4 ms steps). The
@@ -197,7 +134,7 @@ static int qrwb_check_clock(void)
 }
 
 /* the threads: threads=, or nreaders + nwriters, or every online CPU */
-static int qrwb_parse_threads(unsigned int online)
+static int qrwb_parse_nthreads(unsigned int online)
 {
 	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
 
@@ -223,13 +160,73 @@ static int qrwb_parse_threads(unsigned int online)
 	return 0;
 }
 
-int qrwb_parse(void)
+/* the workload table (qrwb_main.c), as qrwb_parse() was given it */
+static const struct qrwb_workload *const *qrwb_wls;
+static unsigned int qrwb_nwls;
+
+/*
+ * A measured workload's (its params()): the choices of the one driver,
+ * placement= and impl=, then every workload's check(): a value given to
+ * a measured run is checked, whichever workload it measures.
+ */
+int qrwb_parse_measured(void)
 {
-	/* in the order of enum qrwb_workload_id, _place_id, _impl_id */
-	static const char * const workloads[] = { "atomics", "rwlock", "hang", "litmus" };
+	/* in the order of enum qrwb_place_id, _impl_id */
 	static const char * const placements[] = { "both", "shared", "percpu" };
 	static const char * const impls[] = { "all", "kernel", "module" };
-	unsigned int online = num_online_cpus();
+	unsigned int i;
+	int ret;
+
+	ret = qrwb_parse_oneof("placement", qrwb_cxt.cfg.placement, placements,
+			       ARRAY_SIZE(placements), "both, shared or percpu");
+	if (ret < 0)
+		return ret;
+	qrwb_cxt.placement = ret;
+	ret = qrwb_parse_oneof("impl", qrwb_cxt.cfg.impl, impls, ARRAY_SIZE(impls),
+			       "all, kernel or module");
+	if (ret < 0)
+		return ret;
+	qrwb_cxt.impl = ret;
+	for (i = 0; i < qrwb_nwls; i++) {
+		ret = qrwb_wls[i]->check ? qrwb_wls[i]->check() : 0;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* a measured workload's, last: its threads and the clock they read */
+int qrwb_parse_threads(void)
+{
+	int ret = qrwb_parse_nthreads(num_online_cpus());
+
+	return ret ?: qrwb_check_clock();
+}
+
+/* workload=: a row of the table, or a refusal that names every row */
+static int qrwb_parse_workload(void)
+{
+	static char valid[256];
+	size_t len = 0;
+	unsigned int i;
+
+	for (i = 0; i < qrwb_nwls; i++) {
+		if (!strcmp(qrwb_cxt.cfg.workload, qrwb_wls[i]->name)) {
+			qrwb_cxt.wl = qrwb_wls[i];
+			return 0;
+		}
+	}
+	for (i = 0; i < qrwb_nwls; i++)
+		len += scnprintf(valid + len, sizeof(valid) - len, "%s%s",
+				 !i ? "" : i + 1 < qrwb_nwls ? ", " : " or ",
+				 qrwb_wls[i]->name);
+	return qrwb_refuse("workload='%.40s' is unknown: valid is %s",
+			   qrwb_cxt.cfg.workload, valid);
+}
+
+/* every parameter's range, then workload= and the workload's params() */
+int qrwb_parse(const struct qrwb_workload *const *wls, unsigned int n)
+{
 	unsigned int i;
 	int ret;
 
@@ -238,40 +235,10 @@ int qrwb_parse(void)
 		if (ret)
 			return ret;
 	}
-
-	ret = qrwb_parse_oneof("workload", qrwb_cxt.cfg.workload, workloads, 4,
-			       "atomics, rwlock, litmus or hang");
-	if (ret < 0)
-		return ret;
-	qrwb_cxt.workload = ret;
-	if (qrwb_cxt.workload == QRWB_W_HANG)
-		return 0;
-	if (qrwb_cxt.workload == QRWB_W_LITMUS) {
-		if (online < 2)
-			return qrwb_refuse("workload=litmus needs two CPUs, the guest has %u online: valid is a guest with 2 or more vCPUs",
-					   online);
-		qrwb_cxt.nthreads = 2;
-		return 0;
-	}
-	ret = qrwb_parse_oneof("placement", qrwb_cxt.cfg.placement, placements, 3,
-			       "both, shared or percpu");
-	if (ret < 0)
-		return ret;
-	qrwb_cxt.placement = ret;
-	ret = qrwb_parse_oneof("impl", qrwb_cxt.cfg.impl, impls, 3,
-			       "all, kernel or module");
-	if (ret < 0)
-		return ret;
-	qrwb_cxt.impl = ret;
-	ret = qrwb_parse_ops();
+	qrwb_wls = wls;
+	qrwb_nwls = n;
+	ret = qrwb_parse_workload();
 	if (ret)
 		return ret;
-	if (qrwb_cxt.workload == QRWB_W_ATOMICS && qrwb_cxt.cfg.aa_inject_mb &&
-	    qrwb_cxt.cfg.copies < 2)
-		return qrwb_refuse("aa_inject_mb=1 with copies=%llu: the barrier is injected into copy 1: valid is copies=2 with it",
-				   qrwb_cxt.cfg.copies);
-	ret = qrwb_parse_threads(online);
-	if (ret)
-		return ret;
-	return qrwb_check_clock();
+	return qrwb_cxt.wl->params();
 }

@@ -78,7 +78,7 @@ void qrwb_ku64(const char *key, u64 val)
 	qrwb_rec_add("%llu", val);
 }
 
-static void qrwb_ks64(const char *key, s64 val)
+void qrwb_ks64(const char *key, s64 val)
 {
 	qrwb_key(key);
 	qrwb_rec_add("%lld", val);
@@ -90,8 +90,8 @@ static void qrwb_kbool(const char *key, bool val)
 	qrwb_rec_add("%s", val ? "true" : "false");
 }
 
-/* key: [v[0*stride], v[1*stride], ...], one per thread */
-static void qrwb_klist(const char *key, const u64 *v)
+/* key: [v[0], v[1], ...], one per thread */
+void qrwb_klist(const char *key, const u64 *v)
 {
 	unsigned int t;
 
@@ -192,6 +192,23 @@ static void qrwb_emit_pmu(void)
 	qrwb_cxt.rec_first = false;
 }
 
+/* begin.params: every parameter of qrwb_params.def, as given or defaulted */
+static void qrwb_emit_params(void)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+
+	qrwb_key("params");
+	qrwb_cxt.rec_first = true;
+	qrwb_rec_add("{");
+#define QRWB_SPARAM(n, def, desc)		qrwb_kstr(#n, cfg->n);
+#define QRWB_UPARAM(n, def, lo, hi, desc)	qrwb_ku64(#n, cfg->n);
+#include "qrwb_params.def"
+#undef QRWB_SPARAM
+#undef QRWB_UPARAM
+	qrwb_rec_add("}");
+	qrwb_cxt.rec_first = false;
+}
+
 int qrwb_emit_begin(void)
 {
 	qrwb_cxt.out.crc = ~0U;
@@ -227,40 +244,25 @@ static u64 qrwb_per_op_ps(const struct qrwb_res *r)
 	return div64_u64(r->ns * qrwb_cxt.nthreads * 1000, r->ops);
 }
 
-/* the fields of a result record that only rwlock results have */
-static void qrwb_emit_rwlock_fields(unsigned int k, const struct qrwb_res *r)
-{
-	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
-	size_t off = (size_t)k * qrwb_cxt.nthreads;
-
-	qrwb_ku64("reads", r->reads);
-	qrwb_ku64("writes", r->writes);
-	qrwb_klist("per_thread_reads", qrwb_cxt.pt_reads + off);
-	qrwb_klist("per_thread_writes", qrwb_cxt.pt_writes + off);
-	qrwb_ku64("write_pct", cfg->write_pct);
-	qrwb_ku64("nlocks", cfg->nlocks);
-	qrwb_ku64("cs_work", cfg->cs_work);
-	qrwb_ku64("think_work", cfg->think_work);
-	qrwb_ku64("cs_lines", cfg->cs_lines);
-	qrwb_ks64("violations", cfg->check_exclusion ? (s64)r->viol : -1);
-}
-
+/*
+ * The results of a rep: one record per entry the workload names (its
+ * label()), its own fields (emit()) last; overhead_ps is the cost per op
+ * of the rep's entry that measures the harness alone (overhead()) on the
+ * same placement.
+ */
 int qrwb_emit_rep(unsigned int rep)
 {
-	const bool atomics = qrwb_cxt.workload == QRWB_W_ATOMICS;
-	const bool rwlock = qrwb_cxt.workload == QRWB_W_RWLOCK;
+	const struct qrwb_workload *wl = qrwb_cxt.wl;
 	const struct qrwb_res *ovh[2] = { NULL, NULL };
+	struct qrwb_label l;
 	unsigned int k, i;
 	int ret;
 
-	/* overhead: the rep's empty (atomics, copy 0, same placement) or no-lock harness */
 	for (k = 0; k < qrwb_cxt.nents; k++) {
 		const struct qrwb_ent *e = &qrwb_cxt.ents[k];
 
-		if (atomics && e->id == QRWB_ID_empty_relaxed && e->copy == 0)
+		if (wl->overhead && wl->overhead(e))
 			ovh[e->percpu] = &qrwb_cxt.res[k];
-		if (rwlock && qrwb_impls[e->id].kind_id == QRWB_KIND_none)
-			ovh[0] = &qrwb_cxt.res[k];
 	}
 
 	for (k = 0; k < qrwb_cxt.nents; k++) {
@@ -268,22 +270,13 @@ int qrwb_emit_rep(unsigned int rep)
 		const struct qrwb_res *r = &qrwb_cxt.res[k];
 		const u64 *pt = qrwb_cxt.pt_ops + (size_t)k * qrwb_cxt.nthreads;
 
-		if (rwlock && qrwb_impls[e->id].kind_id == QRWB_KIND_none)
+		if (!wl->label(e, &l))
 			continue;
 		qrwb_rec_start("result");
 		qrwb_kstr("workload", qrwb_cxt.cfg.workload);
-		if (atomics) {
-			qrwb_kstr("impl", "inline");
-			qrwb_kstr("op", qrwb_op_desc[e->id].name);
-			qrwb_kstr("variant", qrwb_op_desc[e->id].ord);
-		} else {
-			const struct qrwb_impl_desc *d = &qrwb_impls[e->id];
-
-			qrwb_kstr("impl", d->kind);
-			qrwb_kstr("op", "rwlock");
-			qrwb_kstr("variant", d->kind_id == QRWB_KIND_kernel ?
-				  qrwb_kernel_variant() : d->ord);
-		}
+		qrwb_kstr("impl", l.impl);
+		qrwb_kstr("op", l.op);
+		qrwb_kstr("variant", l.variant);
 		qrwb_ku64("copy", e->copy);
 		qrwb_kstr("placement", e->percpu ? "percpu" : "shared");
 		qrwb_ku64("rep", rep);
@@ -297,8 +290,8 @@ int qrwb_emit_rep(unsigned int rep)
 		for (i = 0; i < QRWB_PMU_N; i++)
 			if (r->pmu_ok & BIT(i))
 				qrwb_ku64(qrwb_pmu_key[i], r->pmu[i]);
-		if (rwlock)
-			qrwb_emit_rwlock_fields(k, r);
+		if (wl->emit)
+			wl->emit(k, r);
 		ret = qrwb_rec_emit(true);
 		if (ret)
 			return ret;

@@ -15,13 +15,27 @@
 
 #include "qrwb_internal.h"
 
-const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N] = {
+/* one row of qrwb_impls.def */
+struct qrwb_impl_desc {
+	const char *kind;	/* the record's impl: "kernel" or "module" */
+	const char *ord;	/* module: the record's variant */
+	const qrwb_loop_fn *loop;
+	u8 kind_id;		/* QRWB_KIND_* */
+	u8 copy;
+	u8 mb;
+};
+
+static const struct qrwb_impl_desc qrwb_impls[QRWB_RW_N] = {
 #define QRWB_IMPL(name, kind, ord, copy, mb)				\
 	[QRWB_RW_##name] = { #kind, #ord, &qrwb_rwloop_##name,		\
 			     QRWB_KIND_##kind, copy, mb },
 #include "qrwb_impls.def"
 #undef QRWB_IMPL
 };
+
+/* cfg.nlocks locks, one batch for every implementation */
+static struct qrwb_lockbox *qrwb_boxes;
+static unsigned long qrwb_rw_batch;
 
 /*
  * The loop of row id: with aa_inject_mb=1 its injected twin's (the row
@@ -67,7 +81,7 @@ static void qrwb_reset_locks(void)
 	unsigned int i;
 
 	for (i = 0; i < qrwb_cxt.cfg.nlocks; i++) {
-		struct qrwb_lockbox *b = &qrwb_cxt.boxes[i];
+		struct qrwb_lockbox *b = &qrwb_boxes[i];
 
 		memset(b, 0, sizeof(*b));
 		rwlock_init(&b->klock);
@@ -96,7 +110,7 @@ static void qrwb_setup_rwctx(struct qrwb_rwctx *c, unsigned int t,
 	u64 st = qrwb_cxt.seed ^ ((u64)rep << 32) ^ ((u64)t << 16) ^ 0x5152574252ULL;
 
 	memset(c, 0, sizeof(*c));
-	c->box = &qrwb_cxt.boxes[t % nlocks];
+	c->box = &qrwb_boxes[t % nlocks];
 	c->rng = qrwb_splitmix(&st) | 1;
 	c->wthresh = qrwb_wthresh(t);
 	c->cs_work = cfg->cs_work;
@@ -135,14 +149,13 @@ static int qrwb_setup_rwlock(void)
 	int ret;
 
 	nids = qrwb_rw_ids(ids);
-	qrwb_cxt.boxes = vzalloc(array_size(qrwb_cxt.cfg.nlocks,
-					    sizeof(*qrwb_cxt.boxes)));
-	if (!qrwb_cxt.boxes)
+	qrwb_boxes = vzalloc(array_size(qrwb_cxt.cfg.nlocks, sizeof(*qrwb_boxes)));
+	if (!qrwb_boxes)
 		return -ENOMEM;
 	ret = qrwb_alloc_rep(nids, true);
 	if (ret)
 		return ret;
-	qrwb_cxt.rw_batch = qrwb_calibrate_rwlock(ids, nids);
+	qrwb_rw_batch = qrwb_calibrate_rwlock(ids, nids);
 	return 0;
 }
 
@@ -164,17 +177,78 @@ static void qrwb_prep_rwlock(const struct qrwb_ent *e, unsigned int rep)
 	unsigned int t;
 
 	qrwb_reset_locks();
-	for (t = 0; t < qrwb_cxt.nthreads; t++)
+	for (t = 0; t < qrwb_cxt.nthreads; t++) {
 		qrwb_setup_rwctx(&qrwb_cxt.workers[t].rw, t, rep,
 				 qrwb_cxt.cfg.nlocks);
+		qrwb_cxt.workers[t].ctx = &qrwb_cxt.workers[t].rw;
+	}
 	qrwb_cxt.job.loop = qrwb_rwloop(e->id);
-	qrwb_cxt.job.batch = qrwb_cxt.rw_batch;
-	qrwb_cxt.job.percpu = false;
+	qrwb_cxt.job.batch = qrwb_rw_batch;
 }
 
-const struct qrwb_workload qrwb_rwlock = {
-	.setup	= qrwb_setup_rwlock,
-	.fill	= qrwb_fill_rwlock,
-	.block	= NULL,		/* the entries of a rep are one block */
-	.prep	= qrwb_prep_rwlock,
+static void qrwb_cleanup_rwlock(void)
+{
+	vfree(qrwb_boxes);
+	qrwb_boxes = NULL;
+}
+
+/* the driver's choices (impl=: qrwb_rw_selected()), the threads */
+static int qrwb_params_rwlock(void)
+{
+	int ret;
+
+	ret = qrwb_parse_measured();
+	if (ret)
+		return ret;
+	return qrwb_parse_threads();
+}
+
+/* the no-lock harness has no record of its own: it is the overhead */
+static bool qrwb_label_rwlock(const struct qrwb_ent *e, struct qrwb_label *l)
+{
+	const struct qrwb_impl_desc *d = &qrwb_impls[e->id];
+
+	if (d->kind_id == QRWB_KIND_none)
+		return false;
+	l->impl = d->kind;
+	l->op = "rwlock";
+	l->variant = d->kind_id == QRWB_KIND_kernel ? qrwb_kernel_variant() : d->ord;
+	return true;
+}
+
+static bool qrwb_overhead_rwlock(const struct qrwb_ent *e)
+{
+	return qrwb_impls[e->id].kind_id == QRWB_KIND_none;
+}
+
+/* the fields of a result record that only rwlock results have */
+static void qrwb_emit_rwlock(unsigned int k, const struct qrwb_res *r)
+{
+	const struct qrwb_cfg *cfg = &qrwb_cxt.cfg;
+	size_t off = (size_t)k * qrwb_cxt.nthreads;
+
+	qrwb_ku64("reads", r->reads);
+	qrwb_ku64("writes", r->writes);
+	qrwb_klist("per_thread_reads", qrwb_cxt.pt_reads + off);
+	qrwb_klist("per_thread_writes", qrwb_cxt.pt_writes + off);
+	qrwb_ku64("write_pct", cfg->write_pct);
+	qrwb_ku64("nlocks", cfg->nlocks);
+	qrwb_ku64("cs_work", cfg->cs_work);
+	qrwb_ku64("think_work", cfg->think_work);
+	qrwb_ku64("cs_lines", cfg->cs_lines);
+	qrwb_ks64("violations", cfg->check_exclusion ? (s64)r->viol : -1);
+}
+
+const struct qrwb_workload qrwb_wl_rwlock = {
+	.name		= "rwlock",
+	.params		= qrwb_params_rwlock,
+	.run		= qrwb_run_threads,
+	.cleanup	= qrwb_cleanup_rwlock,
+	.setup		= qrwb_setup_rwlock,
+	.fill		= qrwb_fill_rwlock,
+	.block		= NULL,		/* the entries of a rep are one block */
+	.prep		= qrwb_prep_rwlock,
+	.label		= qrwb_label_rwlock,
+	.overhead	= qrwb_overhead_rwlock,
+	.emit		= qrwb_emit_rwlock,
 };

@@ -144,19 +144,4 @@ static __always_inline unsigned int qrwb_pct(u64 x)
 	return (unsigned int)(((x >> 32) * 100) >> 32);
 }
 
-/* workload=litmus (qrwb_litmus.c, qrwb_litmus.def): one test's outcome */
-struct qrwb_litmus_res {
-	const char *name;
-	const char *lkmm;	/* "allowed" or "forbidden" */
-	int want[2];		/* the outcome only reordering explains */
-	unsigned long iters;	/* iterations run (fewer when the time ran out) */
-	u64 ns;
-	u64 count[4];		/* outcome r0 * 2 + r1 */
-};
-
-extern const unsigned int qrwb_nlitmus;
-const char *qrwb_litmus_name(unsigned int k);
-int qrwb_litmus_run(unsigned int k, unsigned long iters, u64 limit_ns,
-		    struct qrwb_litmus_res *res);
-
 #endif /* QRWBENCH_H */
