@@ -10,6 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 from qrwbench.analysis import harness  # noqa: E402
 
 
@@ -18,7 +19,7 @@ def main(argv):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     op = argv[1] if len(argv) > 1 else "atomic_add_return"
-    samples = store.load_samples(store.connect(argv[0]))
+    samples = store.load_samples(scriptdb.connect(argv[0] if argv else ""))
     print(f"cell: empty/{op} [95 % CI]; {op} ns/op raw [95 % CI], less the harness")
     for c in harness.op_costs(samples):
         if c.cell.op != op or c.variant != "full" or not (c.share and c.share.judged):

@@ -12,11 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 from qrwbench.analysis import calibration, compare  # noqa: E402
 
 
 def effects_of(db: str) -> dict:
-    samples = store.load_samples(store.connect(db))
+    samples = store.load_samples(scriptdb.connect(db))
     out = {}
     for c in compare.compare_cells(samples, n_resamples=50).comparisons:
         if c.effect.judged:

@@ -16,6 +16,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 from qrwbench.analysis import compare, effects, perboot  # noqa: E402
 
 
@@ -23,7 +24,7 @@ def main(argv):
     if not argv or len(argv) > 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    conn = store.connect(argv[0])
+    conn = scriptdb.connect(argv[0] if argv else "")
     samples = store.load_samples(conn, rig_commit=argv[1] if len(argv) > 1 else None)
     cset = compare.compare_cells(samples, n_resamples=100, seed=1)
     reps = perboot.group_reps(samples, copy=0)

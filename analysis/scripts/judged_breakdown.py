@@ -16,13 +16,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.analysis import effects, noise, perboot  # noqa: E402
 from qrwbench.report import analyse  # noqa: E402
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 
 
 def main(argv):
     if len(argv) != 1:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    conn = store.connect(argv[0])
+    conn = scriptdb.connect(argv[0] if argv else "")
     a = analyse.analyse(conn, n_resamples=200)
     kinds, widths, place = defaultdict(Counter), defaultdict(list), defaultdict(Counter)
     for c in a.cset.comparisons:

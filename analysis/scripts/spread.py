@@ -11,6 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 from qrwbench.report import selection  # noqa: E402
 
 
@@ -24,9 +25,9 @@ def what(s):
     return None
 
 
-def main(db, commit="latest"):
+def main(db="", commit="latest"):
     groups = {}
-    for s in selection.select(store.connect(db, create=False), commit).samples:
+    for s in selection.select(scriptdb.connect(db), commit).samples:
         k = what(s) if s["vcpus"] == 1 and s["copy"] == 0 else None
         if k:
             groups.setdefault((s["arch"], s["cpu_model"], k), []).append(s["ns"] * s["threads"] / s["ops"])

@@ -18,6 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from qrwbench.results import store  # noqa: E402
+import scriptdb  # noqa: E402
 from qrwbench.analysis import effects, perboot  # noqa: E402
 from qrwbench.report import selection  # noqa: E402
 
@@ -44,8 +45,8 @@ def components(samples):
     return out
 
 
-def main(db, commit="latest"):
-    conn = store.connect(db, create=False)
+def main(db="", commit="latest"):
+    conn = scriptdb.connect(db)
     sel = selection.select(conn, commit)
     cut = __import__('os').environ.get('CUT')
     if cut:
