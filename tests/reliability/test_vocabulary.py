@@ -11,7 +11,7 @@ PACKAGE = TOP / "analysis" / "qrwbench"
 VOCABULARY = {
     "variant or ordering": {"full", "acquire", "release", "relaxed", "acqrel", "allfull", "unpatched"},
     "workload": {"atomics", "rwlock", "litmus", "hang"},
-    "arch": {"x86_64", "arm64"},
+    "arch": {"x86_64", "arm64", "ppc64le", "riscv64", "mips64el", "sparc64"},
     "lock implementation": {"full_c0", "acqrel_c0", "acqrel_c1", "acqrel_c1mb", "relaxed_c0",
                             "kernel", "module", "inline", "none"},
     "placement": {"shared", "percpu"},

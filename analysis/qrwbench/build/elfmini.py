@@ -1,8 +1,9 @@
-"""A minimal ELF64 little-endian reader: sections, symbols, RELA entries.
+"""A minimal ELF64 reader: sections, symbols, RELA entries.
 
 Just what the ordering audit needs (symbol addresses and sizes for the
 alignment check and function extents; the ``.altinstructions`` entries of
-arm64 builds). No third-party ELF library is available to Debian's
+arm64 builds). Either byte order: the per-arch audit reads sparc64's
+big-endian objects too. No third-party ELF library is available to Debian's
 interpreter here, and this is small.
 """
 from __future__ import annotations
@@ -42,11 +43,13 @@ class Elf:
         self.path = Path(path)
         self.data = self.path.read_bytes()
         d = self.data
-        if d[:4] != b"\x7fELF" or d[4] != 2 or d[5] != 1:
-            raise ValueError(f"{path}: not a little-endian ELF64 file")
+        if d[:4] != b"\x7fELF" or d[4] != 2 or d[5] not in (1, 2):
+            raise ValueError(f"{path}: not an ELF64 file")
+        self.endian = "<" if d[5] == 1 else ">"
+        e = self.endian
         (self.type, self.machine, _v, _entry, _phoff, shoff, _flags, _ehsize, _phentsize,
-         _phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHIQQQIHHHHHH", d, 16)
-        raw = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
+         _phnum, shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
+        raw = [struct.unpack_from(e + "IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
         strtab = raw[shstrndx]
         self.sections = []
         for i, r in enumerate(raw):
@@ -76,7 +79,7 @@ class Elf:
                 stroff = self.sections[st.link].offset
                 for i in range(st.size // 24):
                     name, info, _other, shndx, value, size = struct.unpack_from(
-                        "<IBBHQQ", self.data, st.offset + i * 24)
+                        self.endian + "IBBHQQ", self.data, st.offset + i * 24)
                     self._symbols.append(Symbol(self._str(stroff, name), value, size,
                                                 info & 0xF, info >> 4, shndx))
         return self._symbols
@@ -94,7 +97,7 @@ class Elf:
             return []
         out = []
         for i in range(s.size // 24):
-            off, info, addend = struct.unpack_from("<QQq", self.data, s.offset + i * 24)
+            off, info, addend = struct.unpack_from(self.endian + "QQq", self.data, s.offset + i * 24)
             out.append((off, info >> 32, info & 0xFFFFFFFF, addend))
         return out
 
