@@ -108,7 +108,7 @@ if [ "$config_only" = 1 ] && [ -f "$out/.qrwbench-configured" ] &&
 	exit 0
 fi
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$inputs" ]; then
-	echo "kernel $arch-$variant$progress: up to date ($out)"
+	echo "$( [ "$objects" = 1 ] && echo objects || echo kernel) $arch-$variant$progress: up to date ($out)"
 	exit 0
 fi
 
@@ -181,14 +181,26 @@ if [ "$objects" = 1 ]; then
 	# Only what the ordering audit reads: the prepared tree, the two objects
 	# of the kernel's own rwlock code, and the probe (a copy of kernel/probe/
 	# and the op table) built as an external module's object.
+	# A fragment's "# qrwbench-objects: <path.o> ..." lines name more objects
+	# (sparc64: its out-of-line atomics). The list goes into
+	# .qrwbench-objects-list for the audit.
+	objs=(kernel/locking/qrwlock.o kernel/locking/spinlock.o)
+	extra=($(sed -n 's/^# qrwbench-objects: //p' "${fragments[@]}"))
 	start=$(date +%s)
-	echo "objects $arch-$variant$progress: building qrwlock.o, spinlock.o and the probe with -j$jobs (log: $log)"
-	# (a single object target runs `make prepare` first)
-	run "${kmake[@]}" kernel/locking/qrwlock.o kernel/locking/spinlock.o
+	names=("${objs[@]##*/}" "${extra[@]##*/}")
+	echo "objects $arch-$variant$progress: building ${names[*]} and the probe with -j$jobs (log: $log)"
+	# (a single object target runs `make prepare` first; objects of another
+	# directory in the same make raced with these under -j: one make each)
+	run "${kmake[@]}" "${objs[@]}"
+	for o in "${extra[@]}"; do
+		run "${kmake[@]}" "$o"
+		objs+=("$o")
+	done
 	rm -rf "$out/probe"
 	mkdir -p "$out/probe"
 	cp "$top/kernel/probe/"* "$top/bench/module/qrwb_ops.def" "$out/probe/"
 	run "${kmake[@]}" M="$out/probe" qrwb_probe.o
+	echo "${objs[@]}" probe/qrwb_probe.o > "$out/.qrwbench-objects-list"
 	secs=$(( $(date +%s) - start ))
 	echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $arch-$variant objects built in $secs s" | tee -a "$log" >> "$(dirname "$out")/build-times.log"
 	echo "$inputs" > "$stamp"

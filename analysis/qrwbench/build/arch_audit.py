@@ -22,6 +22,11 @@ ordering instructions are read from its disassembly (the arch's objdump):
 - mips: sync (with its stype), ll/lld/sc/scd;
 - sparc: membar with its mask, stbar, cas/casx, ldstub, swap.
 
+A call to an out-of-line function of the build (sparc64's atomics are
+functions in arch/sparc/lib/atomic_64.S, built as an extra object, a
+``# qrwbench-objects:`` line of the arch's fragment) is replaced by that
+function's ordering instructions, in braces.
+
 What the table says is what every CPU of the arch executes for that code:
 hardware-true, unlike a TCG timing, which only measures QEMU's emulation.
 Where two variants' fast paths, or two orderings of one op, are identical
@@ -52,6 +57,7 @@ SLOWPATHS = ("queued_read_lock_slowpath", "queued_write_lock_slowpath")
 # own (read lock, read unlock, write lock) and xchg
 CONSOLE_OPS = ("atomic_add_return", "atomic_sub_return", "atomic_try_cmpxchg", "atomic_xchg")
 PATCHED = "*"           # suffix of an instruction the kernel rewrites at boot
+CALL = "call:"          # prefix of a relocated symbol in an order, before expand_calls
 NOTE_PPC = (f"powerpc: isync{PATCHED} is an acquire barrier listed in __lwsync_fixup: the "
             "kernel rewrites it to lwsync at boot (modules at load) on every CPU with "
             "CPU_FTR_LWSYNC (PPC970, POWER5 and later: POWER9 and POWER10 run lwsync)")
@@ -69,7 +75,7 @@ _SPARC = re.compile(r"^(membar|stbar|casx?a?|ldstuba?|swapa?)$")
 def ordering_token(karch: str, text: str) -> str | None:
     """The ordering-relevant form of one disassembled instruction of an arch
     (kernel ARCH=), or None: what the table counts."""
-    text = re.sub(r"\s+<[^>]*>$", "", text.strip())      # a relocation's target
+    text = re.sub(r"\s+\[reloc [^]]*\]$", "", text.strip())      # a relocation's target
     if karch in ("x86_64", "x86"):
         got = audit.ordering_insns("x86_64", [text])
         return got[0] if got else None
@@ -101,8 +107,10 @@ def ordering_token(karch: str, text: str) -> str | None:
 
 
 class ObjectDisasm(audit.Disasm):
-    """audit.Disasm of an object, every section, relocations kept apart."""
+    """audit.Disasm of an object, every section, relocations kept apart and
+    written "[reloc <target>]" (objdump's own "<sym+off>" is a branch's)."""
     reloc_lines = True
+    reloc_suffix = "  [reloc {}]"
 
 
 def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
@@ -117,15 +125,23 @@ def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
     return out
 
 
+_RELOC_SYM = re.compile(r"\[reloc ([A-Za-z_][\w.]*?)(?:[+-]0x[0-9a-f]+)?\]$")
+
+
 def _record(dis: ObjectDisasm, fn: str, karch: str, patched: set) -> dict:
     sec, _start, _size = dis.funcs[fn]
     ins = dis.func(fn)
-    order = []
+    order, calls = [], []
     for a, t in ins:
         tok = ordering_token(karch, t)
         if tok is not None:
             order.append(tok + PATCHED if (sec, a) in patched else tok)
-    return {"order": order, "hash": audit.code_hash([t for _a, t in ins], fn)}
+        elif m := _RELOC_SYM.search(t):
+            # a relocated symbol: a call, or an out-of-line function's name
+            # (expand_calls puts its ordering instructions here)
+            order.append(CALL + m.group(1))
+            calls.append(m.group(1))
+    return {"order": order, "hash": audit.code_hash([t for _a, t in ins], fn), "calls": calls}
 
 
 def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
@@ -134,12 +150,14 @@ def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
     karch = vocab.build_arches()[arch].karch
     dis = ObjectDisasm(path, arch, sections=None)
     if karch == "arm64":
-        alts = elfmini.arm64_altinstructions(dis.elf)
+        alts = {sec: elfmini.arm64_altinstructions(dis.elf, sec)
+                for sec in {sec for sec, _a, _s in dis.funcs.values()}}
         views: dict[str, dict] = {f"{arch}/lse": {}, f"{arch}/llsc": {}}
         for fn in sorted(dis.funcs):
-            for mode, p in audit.arm64_paths(dis, fn, alts, lse_cap).items():
+            sec = dis.funcs[fn][0]
+            for mode, p in audit.arm64_paths(dis, fn, alts[sec], lse_cap).items():
                 views[f"{arch}/{mode}"][fn] = {"order": audit.ordering_insns("arm64", p),
-                                               "hash": audit.code_hash(p, fn)}
+                                               "hash": audit.code_hash(p, fn), "calls": []}
         return views
     patched = lwsync_fixups(dis.elf) if karch == "powerpc" else set()
     return {arch: {fn: _record(dis, fn, karch, patched) for fn in sorted(dis.funcs)}}
@@ -150,6 +168,26 @@ def built_objects() -> list[Path]:
     return sorted(p for p in OBJECTS.glob("*-*") if (p / ".qrwbench-objects").exists())
 
 
+# the objects build-kernel.sh --objects builds (its list: OBJECTS_LIST)
+PROBE_OBJ = f"probe/{PROBE}.o"
+OBJECTS_LIST = ".qrwbench-objects-list"
+
+
+def expand_calls(rec: dict, callees: dict[str, dict]) -> dict:
+    """``rec`` with each call to an out-of-line function of the build (sparc64's
+    atomics, arch/sparc/lib/atomic_64.o) replaced by that function's ordering
+    instructions in braces; other relocated symbols (the slow paths, data)
+    dropped. ``via``: the functions expanded."""
+    order, via = [], []
+    for t in rec["order"]:
+        if not t.startswith(CALL):
+            order.append(t)
+        elif (sym := t[len(CALL):]) in callees and sym not in SLOWPATHS:
+            order += ["{" + x + "}" for x in callees[sym]["order"] if not x.startswith(CALL)]
+            via.append(sym)
+    return {**rec, "order": order, **({"via": via} if via else {})}
+
+
 def audit_build(d: Path) -> dict:
     """One object build: its views, each with the probe's fast paths
     ("paths"), its ops ("ops": {op: {ordering: record}}), the kernel's
@@ -158,12 +196,20 @@ def audit_build(d: Path) -> dict:
     if arch not in vocab.build_arches():
         raise ValueError(f"{d}: unknown arch '{arch}'")
     cap = audit.lse_cap(d) if vocab.build_arches()[arch].karch == "arm64" else None
-    views = audit_object(d / "probe" / f"{PROBE}.o", arch, cap)
-    kernel = {}
-    for obj in ("kernel/locking/spinlock.o", "kernel/locking/qrwlock.o"):
-        for view, funcs in audit_object(d / obj, arch, cap).items():
-            kernel.setdefault(view, {}).update(
-                {f: r for f, r in funcs.items() if f in KERNEL_FUNCS or f in SLOWPATHS})
+    views = audit_object(d / PROBE_OBJ, arch, cap)
+    try:
+        objs = (d / OBJECTS_LIST).read_text().split()
+    except OSError:
+        objs = ["kernel/locking/qrwlock.o", "kernel/locking/spinlock.o"]
+    others: dict[str, dict] = {}
+    for obj in objs:
+        if obj != PROBE_OBJ:
+            for view, funcs in audit_object(d / obj, arch, cap).items():
+                others.setdefault(view, {}).update(funcs)
+    kernel = {view: {f: expand_calls(r, funcs) for f, r in funcs.items()
+                     if f in KERNEL_FUNCS or f in SLOWPATHS} for view, funcs in others.items()}
+    views = {view: {f: expand_calls(r, others.get(view, {})) for f, r in funcs.items()}
+             for view, funcs in views.items()}
     orderings = vocab.op_orderings()
     out = {"arch": arch, "variant": variant, "dir": str(d),
            "atomics_fully_ordered": audit.fully_ordered_kernel(d), "views": {}}
@@ -283,6 +329,17 @@ def format_lock_table(builds: list[dict]) -> list[str]:
     return _table(["arch", "variant"] + list(LOCK_PATHS) + ["same code as"], rows)
 
 
+def format_same_paths(identical: list[dict]) -> list[str]:
+    """One line per view and group of variants: the fast paths (of all six)
+    whose code is identical in those variants, beyond "same code as"."""
+    by: dict[tuple, list[str]] = {}
+    for g in identical:
+        if g["path"] != "all":
+            by.setdefault((g["view"], " = ".join(g["variants"])), []).append(g["path"])
+    return [f"same code: {view}: {variants} in {', '.join(paths)}"
+            for (view, variants), paths in by.items()]
+
+
 def format_op_table(builds: list[dict], op: str) -> list[str]:
     ords = vocab.op_orderings()[op]
     rows = []
@@ -308,9 +365,7 @@ def format_text(doc: dict, every_op: bool = False) -> str:
     lines = ["ordering instructions per lock/unlock, by arch and variant (qrwlock fast paths, "
              "in address order)", HARDWARE_TRUE, ""]
     lines += format_lock_table(builds)
-    for g in doc["identical_variants"]:
-        if g["path"] != "all":
-            lines.append(f"same code: {g['view']} {g['path']}: {', '.join(g['variants'])}")
+    lines += format_same_paths(doc["identical_variants"])
     lines += ["", "ordering instructions per atomic op and ordering (the upstream build, "
                   f"{vocab.BASELINES['rwlock']}; every op: archaudit.txt)", HARDWARE_TRUE]
     ops = list(vocab.op_orderings()) if every_op else list(CONSOLE_OPS)
@@ -339,6 +394,13 @@ def notes(builds: list[dict]) -> list[str]:
         out.append(NOTE_PPC)
     if "x86_64" in karches:
         out.append(NOTE_X86)
+    via = sorted({f for b in builds for v in b["views"].values()
+                  for r in list(v["paths"].values()) + [x for e in v["ops"].values() for x in e.values()]
+                  for f in r.get("via", ())})
+    if via:
+        out.append("{...}: an ordering instruction of an out-of-line function the code calls "
+                   f"({', '.join(via[:4])}{', ...' if len(via) > 4 else ''}: the atomics of "
+                   "arches that have them out of line, as sparc64's arch/sparc/lib/atomic_64.S)")
     full = sorted({b["arch"] for b in builds if b["atomics_fully_ordered"]})
     if full:
         out.append(f"allfull ({', '.join(full)}): every RMW atomic fully ordered "

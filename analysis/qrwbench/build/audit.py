@@ -263,6 +263,7 @@ class Disasm:
     # instruction (a call or tail call then keeps its mnemonic: the per-arch
     # audit's objects need it). Off here, as the module audit was recorded.
     reloc_lines = False
+    reloc_suffix = "  <{}>"         # how a relocation's target is appended
 
     def __init__(self, path: Path, arch: str, sections=(".text",)):
         self.path, self.arch = Path(path), arch
@@ -286,7 +287,7 @@ class Disasm:
                 last = int(m.group(1), 16)
                 self.insns[sec][last] = m.group(2).strip()
             elif "R_" in line and last is not None and sec is not None:
-                self.insns[sec][last] += "  <" + line.split()[-1] + ">"
+                self.insns[sec][last] += self.reloc_suffix.format(line.split()[-1])
         self.funcs = {}
         for name, sym in self.elf.functions().items():
             sname = self.elf.sections[sym.shndx].name if 0 < sym.shndx < len(self.elf.sections) else ""

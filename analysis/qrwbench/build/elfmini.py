@@ -115,12 +115,12 @@ class AltInstr:
 ARM64_CB_BIT = 0x8000
 
 
-def arm64_altinstructions(elf: Elf) -> list[AltInstr]:
+def arm64_altinstructions(elf: Elf, section: str = ".text") -> list[AltInstr]:
     """The arm64 ``struct alt_instr`` entries (s32 orig, s32 alt, u16 cap, u8, u8).
 
     In a linked vmlinux the offsets are resolved; in a relocatable module they
-    are PREL32 relocations against ``.text`` (section offsets are returned) or
-    against the callback symbol."""
+    are PREL32 relocations against ``section`` (offsets in it are returned;
+    entries of other sections are left out) or against the callback symbol."""
     s = elf.section(".altinstructions")
     if s is None:
         return []
@@ -128,7 +128,7 @@ def arm64_altinstructions(elf: Elf) -> list[AltInstr]:
     n = len(raw) // 12
     relas = {off: (sym, addend) for off, sym, _t, addend in elf.relas(".altinstructions")}
     syms = elf.symbols
-    text = elf.section(".text")
+    text = elf.section(section)
     out = []
     for i in range(n):
         o, a, cap, olen, alen = struct.unpack_from("<iiHBB", raw, i * 12)
