@@ -14,7 +14,8 @@ from qrwbench.build import arch_audit
 
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
 
-# (kernel ARCH, an objdump -d --no-show-raw-insn line as captured, its token)
+# (kernel ARCH, an objdump -d --no-show-raw-insn line as captured from the
+# objects of build-kernel.sh --objects, its token)
 CAPTURED = [
     ("x86_64", "lock xadd %eax,(%rdi)", "lock xadd"),
     ("x86_64", "mov    $0x200,%eax", None),
@@ -44,14 +45,14 @@ CAPTURED = [
     ("riscv", "fence.i", None),
     ("mips", "sync", "sync"),
     ("mips", "ll\tv1,0(a0)", "ll"),
-    ("mips", "sc\tv1,0(a0)", "sc"),
-    ("mips", "lld\tv0,8(a0)", "lld"),
+    ("mips", "sc\tv0,0(a0)", "sc"),
+    ("mips", "lld\tv1,8(a0)", "lld"),
     ("mips", "scd\tv0,8(a0)", "scd"),
-    ("mips", "synci\t0(a0)", None),
+    ("mips", "daddiu\tv0,v1,1", None),
     ("sparc", "membar  #StoreLoad", "membar #StoreLoad"),
-    ("sparc", "cas  [ %o0 ], %g1, %o5", "cas"),
-    ("sparc", "casx  [ %o0 + 8 ], %g1, %o5", "casx"),
-    ("sparc", "add  %g1, 1, %o5", None),
+    ("sparc", "cas  [ %o1 ], %g1, %g7", "cas"),
+    ("sparc", "casx  [ %o1 ], %g1, %g7", "casx"),
+    ("sparc", "add  %g1, %o0, %g7", None),
 ]
 
 
