@@ -52,9 +52,10 @@ die() { echo "build-kernel: $*" >&2; exit 1; }
 valid_arches=$(cd "$configs" && ls *.config | grep -v -e '^base' -e '^variant-' | sed 's/\.config$//' | xargs)
 valid_variants=$(cd "$configs" && ls variant-*.config | sed 's/^variant-//; s/\.config$//' | xargs)
 arch_config=$configs/$arch.config
-if [ "$objects" = 1 ] && [ ! -f "$arch_config" ] && [ -f "$configs/audit/$arch.config" ]; then
-	arch_config=$configs/audit/$arch.config
+if [ "$objects" = 1 ] && [ -d "$configs/audit" ]; then
+	# objects also of the arches of kernel/configs/audit/
 	valid_arches="$valid_arches $(cd "$configs/audit" && ls *.config | sed 's/\.config$//' | xargs)"
+	[ -f "$arch_config" ] || arch_config=$configs/audit/$arch.config
 fi
 [ -n "$arch" ] && [ -f "$arch_config" ] && [ "${arch#variant-}" = "$arch" ] && [ "$arch" != base ] ||
 	die "unknown ARCH '$arch': valid are $valid_arches"
@@ -115,7 +116,7 @@ fi
 # --objects: a new variant of an arch starts from a copy of another variant's
 # prepared tree (same tree, same compiler): kbuild then rebuilds only what
 # the changed options reach (the copy saves the host tools and most of
-# `make prepare`, a minute or more per variant).
+# `make prepare`: riscv64 with ccache off, 59 s instead of 80 s).
 if [ "$objects" = 1 ] && [ ! -e "$out" ] && [ "$variant" != unpatched ]; then
 	for seed in "$(dirname "$out")/$arch"-*/; do
 		[ -f "$seed/.qrwbench-objects" ] && [ "$(cat "$seed/.qrwbench-src" 2>/dev/null)" = "$src" ] || continue
@@ -189,11 +190,12 @@ if [ "$objects" = 1 ]; then
 	start=$(date +%s)
 	names=("${objs[@]##*/}" "${extra[@]##*/}")
 	echo "objects $arch-$variant$progress: building ${names[*]} and the probe with -j$jobs (log: $log)"
-	# (a single object target runs `make prepare` first; objects of another
-	# directory in the same make raced with these under -j: one make each)
+	# (a single object target runs `make prepare` first). An extra object
+	# gets a make of its own, -j1: kbuild reaches arch/sparc/lib/ by two
+	# routes, and under -j both assembled atomic_64.o at once.
 	run "${kmake[@]}" "${objs[@]}"
 	for o in "${extra[@]}"; do
-		run "${kmake[@]}" "$o"
+		run "${kmake[@]}" -j1 "$o"
 		objs+=("$o")
 	done
 	rm -rf "$out/probe"

@@ -36,6 +36,9 @@ def test_unknown_arch_lists_valid_ones():
     # an objects-only arch (kernel/configs/audit/) is no kernel
     r = run_script("sparc64", "acqrel", "--config-only")
     assert r.returncode != 0 and "unknown ARCH 'sparc64'" in r.stderr
+    r = run_script("sparc", "acqrel", "--objects")
+    assert r.returncode != 0
+    assert "unknown ARCH 'sparc': valid are arm64 ppc64le riscv64 x86_64 mips64el sparc64" in r.stderr
 
 
 @pytest.mark.parametrize("arch,options", [
