@@ -2,7 +2,10 @@
 
 The kernel arches and variants are read from kernel/configs/ (one fragment per
 arch, one `variant-<name>.config` per variant) so that the Makefile, the build
-scripts and this module share one list. Per-arch QEMU facts live in ARCHES.
+scripts and this module share one list. Per-arch QEMU facts live in ARCHES
+(the arches a matrix may boot); the build facts of every arch (cross
+compiler, image, Debian packages) in kernel/scripts/arch.sh's table, read by
+build_arches().
 """
 from __future__ import annotations
 
