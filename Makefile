@@ -8,7 +8,10 @@
 #   make bench [QUICK=1] [MATRIX=bench/matrix/x.toml] [ACCEL=kvm|tcg] [HOSTS=a,b]
 #   make report                    build/report/index.html from the results store
 #   make regress [BASE=commit] [THRESHOLD=5]   0-day style report between rig commits
-#   make audit                     what each variant compiles to (objdump), and what TCG runs for it
+#   make audit                     what each variant compiles to (objdump), and what TCG runs for it,
+#                                  and the per-arch ordering table (as make audit-arches)
+#   make audit-arches              ordering instructions of the qrwlock fast paths and atomic
+#                                  orderings on every qrwlock arch, from objects only (no kernel)
 #   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
 #   make torture [MINUTES=3]       rwlock exclusion checker on every variant + weak-memory canaries
 #   make perf CELL=...             perf record profile of QEMU for one cell
@@ -26,18 +29,31 @@
 #
 # Every host-side step is a subcommand of one command line, the one these
 # targets call: PYTHONPATH=analysis /usr/bin/python3 -m qrwbench <subcommand>
-# (import, report, compare, regress, bench, audit, emuaudit, noise, torture,
-# perf, series, bisect; --help lists them). Bad input: one line
+# (import, report, compare, regress, bench, audit, emuaudit, archaudit, noise,
+# torture, perf, series, bisect; --help lists them). Bad input: one line
 # `qrwbench: error: ...` and status 2.
 #
 # The host side runs under Debian's /usr/bin/python3 (it sees Debian's numpy,
 # scipy, matplotlib); the python3 first on PATH may be another install.
 
 PY          ?= /usr/bin/python3
+# Every arch with a kernel fragment (make kernel ARCH=... builds any of them)
 ARCHES      := $(filter-out base variant-%,$(basename $(notdir $(wildcard kernel/configs/*.config))))
+# The arches of the default matrix, `make kernels` and `make test`: the two
+# the rig boots. The others of ARCHES (ppc64le, riscv64) are built as
+# kernels only on request, and as objects by make audit / audit-arches.
+DEFAULT_ARCHES := x86_64 arm64
 VARIANTS    := full acqrel relaxed
 ALL_VARIANTS := $(patsubst variant-%,%,$(basename $(notdir $(wildcard kernel/configs/variant-*.config))))
-KERNELS     := $(foreach a,$(ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
+KERNELS     := $(foreach a,$(DEFAULT_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
+# The per-arch ordering audit's object builds (build-kernel.sh --objects):
+# every arch with a fragment, kernel/configs/ or kernel/configs/audit/
+# (objects only: mips64el, sparc64), in each variant; allfull where the
+# series offers CONFIG_ATOMICS_FULLY_ORDERED (kernel/patches/0003).
+AUDIT_ARCHES := $(ARCHES) $(basename $(notdir $(wildcard kernel/configs/audit/*.config)))
+ALLFULL_ARCHES := x86_64 arm64
+AUDIT_OBJECTS := $(foreach a,$(AUDIT_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v))) \
+	$(foreach a,$(ALLFULL_ARCHES),$(a)-allfull)
 # The kernels `make test` boots and disassembles (the relaxed ones are only
 # configured there: their .config is checked, nothing boots them).
 TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full arm64-allfull
@@ -47,7 +63,7 @@ export RESULTS_DB PY
 PYRUN := PYTHONPATH=$(CURDIR)/analysis $(PY)
 
 .PHONY: kvm-nested
-.PHONY: all deps tree kernel kernels guests bench report audit regress perf noise \
+.PHONY: all deps tree kernel kernels guests bench report audit audit-arches regress perf noise \
 	test test-slow test-kernels check clean distclean help check-arch-variant torture insmod modprobe load
 
 all: help
@@ -81,7 +97,7 @@ kernels: tree
 
 test-kernels: tree
 	$(call build-kernels,$(TEST_KERNELS))
-	@for a in $(ARCHES); do for v in relaxed allfull; do \
+	@for a in $(DEFAULT_ARCHES); do for v in relaxed allfull; do \
 		kernel/scripts/build-kernel.sh $$a $$v --config-only >/dev/null || exit 1; done; done
 
 # Out-of-tree module and initramfs per kernel build.
@@ -108,9 +124,18 @@ bench:
 report: deps
 	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report --screenshot
 
+# Objects for the per-arch audit, with "n of m" progress
+build-objects = @kernel/scripts/build-kernels.sh --objects $(1)
+
 audit: guests
+	$(call build-objects,$(AUDIT_OBJECTS))
 	@$(PYRUN) -m qrwbench audit --out build/audit
 	@$(PYRUN) -m qrwbench emuaudit --out build/emulator
+	@$(PYRUN) -m qrwbench archaudit --out build/archaudit
+
+audit-arches: tree
+	$(call build-objects,$(AUDIT_OBJECTS))
+	@$(PYRUN) -m qrwbench archaudit --out build/archaudit
 
 regress: deps
 	@$(PYRUN) -m qrwbench regress --db "$$RESULTS_DB" $(if $(BASE),--base "$$BASE") $(if $(THRESHOLD),--threshold "$$THRESHOLD")
@@ -125,13 +150,15 @@ check: deps
 
 test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)
+	$(call build-objects,ppc64le-acqrel ppc64le-full riscv64-acqrel riscv64-full)
 	$(call build-guests,arm64-acqrel x86_64-acqrel)
 	@guest/nested/build-l1.sh arm64 && guest/nested/build-l1.sh x86_64
 	@QRWB_REQUIRE_BUILT=1 $(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # Keeps the results store (results/) and ccache; removes builds and runs.
 clean:
-	rm -rf build/kernels build/modules build/initrd build/runs build/report build/audit
+	rm -rf build/kernels build/modules build/initrd build/runs build/report build/audit \
+		build/objects build/archaudit
 
 distclean: clean
 	rm -rf build

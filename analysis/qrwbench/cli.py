@@ -1,7 +1,7 @@
 """The rig's one command line: ``python3 -m qrwbench <subcommand> ...``.
 
     import report compare regress      results analysis (here)
-    bench audit emuaudit noise torture perf series bisect kvm-nested
+    bench audit emuaudit archaudit noise torture perf series bisect kvm-nested
                                        their module's add_arguments and run
 
 All argument parsing lives here: every subcommand is a subparser of
@@ -24,7 +24,7 @@ import sys
 
 from .defaults import ALPHA, CORRECTIONS
 from .errors import ArgParser, QrwbenchError, db_error
-from .build import audit
+from .build import arch_audit, audit
 from .results import rundir, store
 from .report import noise
 from .run import bench, bisect, emuaudit, nested, profile, series, torture
@@ -57,6 +57,8 @@ MODULE_COMMANDS = {
     "bench": (bench, "run the benchmark matrix (make bench)"),
     "audit": (audit, "what each variant compiles to (make audit)"),
     "emuaudit": (emuaudit, "what TCG can tell apart (make audit)"),
+    "archaudit": (arch_audit, "what the qrwlock fast paths and atomic orderings compile to "
+                              "on every qrwlock arch, from objects (make audit)"),
     "noise": (noise, "noise figures of a results DB (make noise)"),
     "torture": (torture, "rwlock exclusion torture (make torture)"),
     "perf": (profile, "perf record profile of QEMU for one cell (make perf)"),

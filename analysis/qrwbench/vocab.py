@@ -2,7 +2,10 @@
 
 The kernel arches and variants are read from kernel/configs/ (one fragment per
 arch, one `variant-<name>.config` per variant) so that the Makefile, the build
-scripts and this module share one list. Per-arch QEMU facts live in ARCHES.
+scripts and this module share one list. Per-arch QEMU facts live in ARCHES
+(the arches a matrix may boot); the build facts of every arch (cross
+compiler, image, Debian packages) in kernel/scripts/arch.sh's table, read by
+build_arches().
 """
 from __future__ import annotations
 
@@ -390,7 +393,57 @@ def variant_recompiles_module(variant: str) -> bool:
         return False
 
 
+ARCH_SH = TOP / "kernel" / "scripts" / "arch.sh"
+
+
+@dataclass(frozen=True)
+class BuildArch:
+    """One row of the build scripts' arch table (kernel/scripts/arch.sh)."""
+    name: str               # the rig's name: kernel/configs/<name>.config, build directory prefix
+    karch: str              # kernel ARCH=
+    cross: str              # CROSS_COMPILE= ("": the host's tools)
+    image: str              # kernel image, relative to the kernel build directory
+    qrw_needs: str          # the option without which it does not use qrwlock ("": none)
+    packages: tuple         # Debian packages of its compiler and binutils
+
+    @property
+    def objdump(self) -> str:
+        return f"{self.cross}objdump"
+
+
+@functools.lru_cache(maxsize=None)
+def build_arches() -> dict[str, BuildArch]:
+    """{name: BuildArch} of every arch the build scripts know: the rows of
+    the table in kernel/scripts/arch.sh (the one list; adding an arch is a
+    row there, its fragment kernel/configs/<arch>.config or, objects for
+    the audit only, kernel/configs/audit/<arch>.config, and, to boot it, an
+    entry in ARCHES)."""
+    m = re.search(r"<<'EOF'\n(.*?)\nEOF\n", ARCH_SH.read_text(), re.S)
+    if not m:
+        raise InputError(f"{ARCH_SH}: no arch table (cat <<'EOF' ... EOF)")
+    out = {}
+    for line in m.group(1).splitlines():
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        if len(f) < 6:
+            raise InputError(f"{ARCH_SH}: malformed arch row '{line}': valid is "
+                             "'arch karch cross image qrw_needs package...'")
+        f = ["" if v == "-" else v for v in f]      # "-": none
+        out[f[0]] = BuildArch(f[0], f[1], f[2], f[3], f[4], tuple(f[5:]))
+    return out
+
+
+def audit_arches() -> list[str]:
+    """The arches the per-arch ordering audit builds objects for (make audit):
+    every row of the arch table with a fragment, kernel/configs/<arch>.config
+    (kernels too) or kernel/configs/audit/<arch>.config (objects only)."""
+    have = {p.stem for p in CONFIGS.glob("*.config")} | {p.stem for p in CONFIGS.glob("audit/*.config")}
+    return sorted(a for a in build_arches() if a in have)
+
+
 def kernel_arches() -> list[str]:
+    """The arches a matrix may name: a kernel fragment and QEMU facts (ARCHES)."""
     names = [p.stem for p in CONFIGS.glob("*.config")
              if p.stem != "base" and not p.stem.startswith("variant-")]
     return sorted(n for n in names if n in ARCHES)

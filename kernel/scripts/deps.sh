@@ -9,6 +9,15 @@ pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
       python3-pytest-xdist
       parallel openssh-client openssh-server chromium)
+# the compilers and binutils of every arch of the build scripts' table
+# (kernel/scripts/arch.sh): the kernels' and the per-arch audit's objects
+# (make audit: powerpc64le, riscv64, mips64el, sparc64)
+arch=x86_64
+die() { echo "deps: $*" >&2; exit 1; }
+. "$(dirname "$0")/arch.sh"
+for p in $(arch_table | awk '!/^#/ { for (i = 6; i <= NF; i++) print $i }'); do
+	case " ${pkgs[*]} " in *" $p "*) ;; *) pkgs+=("$p") ;; esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -33,7 +33,54 @@ def run_script(*args, env=None):
 def test_unknown_arch_lists_valid_ones():
     r = run_script("sparc", "acqrel")
     assert r.returncode != 0
-    assert "unknown ARCH 'sparc': valid are arm64 x86_64" in r.stderr
+    assert "unknown ARCH 'sparc': valid are arm64 ppc64le riscv64 x86_64" in r.stderr
+    # an objects-only arch (kernel/configs/audit/) is no kernel
+    r = run_script("sparc64", "acqrel", "--config-only")
+    assert r.returncode != 0 and "unknown ARCH 'sparc64'" in r.stderr
+    r = run_script("sparc", "acqrel", "--objects")
+    assert r.returncode != 0
+    assert "unknown ARCH 'sparc': valid are arm64 ppc64le riscv64 x86_64 mips64el sparc64" in r.stderr
+
+
+@pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
+@pytest.mark.parametrize("arch,options", [
+    ("ppc64le", ["CONFIG_PPC64=y", "CONFIG_CPU_LITTLE_ENDIAN=y", "CONFIG_POWER9_CPU=y",
+                 "CONFIG_PPC_PSERIES=y", "CONFIG_PPC_QUEUED_SPINLOCKS=y"]),
+    ("riscv64", ["CONFIG_ARCH_RV64I=y", "CONFIG_MMU=y", "CONFIG_RISCV_SBI=y"]),
+])
+def test_new_arch_configs_keep_qrwlock(tmp_path, arch, options):
+    """ppc64le and riscv64 (issue 30): tinyconfig + base + the arch's
+    fragment configures an SMP kernel that uses qrwlock (only configured
+    here: `make audit` builds their objects, nothing boots them)."""
+    import os
+    env = dict(os.environ, QRWB_OUT=str(tmp_path / "out"))
+    r = run_script(arch, "acqrel", "--config-only", env=env)
+    assert r.returncode == 0, r.stderr
+    cfg = (tmp_path / "out" / ".config").read_text().splitlines()
+    for line in options + ["CONFIG_SMP=y", "CONFIG_QUEUED_RWLOCKS=y", "CONFIG_QRWLOCK_ORDERING_ACQREL=y"]:
+        assert line in cfg, line
+    assert "CONFIG_RISCV_M_MODE=y" not in cfg
+
+
+@pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
+def test_ppc_without_queued_spinlocks_fails_with_one_line(tmp_path):
+    """A ppc64le fragment that turns CONFIG_PPC_QUEUED_SPINLOCKS off: powerpc
+    then keeps its own rwlock, and the build stops with one line saying so,
+    before anything is built or marked configured."""
+    import os
+    cfgs = tmp_path / "configs"
+    shutil.copytree(TOP / "kernel" / "configs", cfgs)
+    frag = cfgs / "ppc64le.config"
+    frag.write_text(frag.read_text().replace("CONFIG_PPC_QUEUED_SPINLOCKS=y",
+                                             "# CONFIG_PPC_QUEUED_SPINLOCKS is not set"))
+    env = dict(os.environ, QRWB_CONFIGS=str(cfgs), QRWB_OUT=str(tmp_path / "out"))
+    r = run_script("ppc64le", "acqrel", "--config-only", env=env)
+    assert r.returncode != 0
+    assert r.stderr.splitlines() == [
+        "build-kernel: ppc64le-acqrel: CONFIG_QUEUED_RWLOCKS is not set, so this kernel would "
+        "use powerpc's own rwlock, not qrwlock: powerpc selects it only with "
+        f"CONFIG_PPC_QUEUED_SPINLOCKS=y (set it in {frag})"]
+    assert not (tmp_path / "out" / ".qrwbench-configured").exists()
 
 
 def test_unknown_variant_lists_valid_ones():
@@ -80,4 +127,5 @@ def test_missing_cross_compiler_names_the_package(tmp_path):
     env = dict(os.environ, PATH=str(bin_dir))
     r = run_script("arm64", "acqrel", env=env)
     assert r.returncode != 0
-    assert "missing cross compiler aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu" in r.stderr
+    assert ("missing cross compiler aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu "
+            "binutils-aarch64-linux-gnu") in r.stderr

@@ -13,7 +13,7 @@ from qrwbench import cli
 
 PKG = TOP / "analysis" / "qrwbench"
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
-SUBCOMMANDS = ["import", "report", "compare", "regress", "bench", "audit", "emuaudit",
+SUBCOMMANDS = ["import", "report", "compare", "regress", "bench", "audit", "emuaudit", "archaudit",
                "noise", "torture", "perf", "series", "bisect", "kvm-nested"]
 # what a subcommand must be given besides a bad option for argparse to get that far
 REQUIRED = {"import": ["RUN_DIR"], "noise": ["DB"], "perf": ["--cell", "C"],

@@ -23,7 +23,7 @@ def vocabulary() -> dict[str, set[str]]:
         "variant or ordering": (set(vocab.VARIANT_ORDER) | set(vocab.kernel_variants())
                                 | set(vocab.orderings()) | set(vocab.rwlock_variants())),
         "workload": set(vocab.WORKLOAD_TABLE),
-        "arch": set(vocab.ARCHES) | set(vocab.kernel_arches()),
+        "arch": set(vocab.ARCHES) | set(vocab.kernel_arches()) | set(vocab.build_arches()),
         "lock implementation": ({i.name for i in locks} | {i.kind for i in locks}
                                 | {x for w in wls for x in w.impls}),
         "placement": {x for w in wls for x in w.placements},

@@ -79,11 +79,12 @@ _LLSC = re.compile(r"^(ldx|ldax|stx|stlx)")
 
 
 def objdump_for(arch: str) -> str:
-    tool = "objdump" if arch == "x86_64" else "aarch64-linux-gnu-objdump"
-    if not shutil.which(tool):
-        pkg = "binutils" if arch == "x86_64" else "binutils-aarch64-linux-gnu"
-        raise SystemExit(f"audit: missing {tool}: apt-get install {pkg}")
-    return tool
+    """The objdump of ``arch``'s binutils (the arch table of kernel/scripts/arch.sh)."""
+    a = vocab.build_arches()[arch]
+    if not shutil.which(a.objdump):
+        pkg = next((p for p in a.packages if p.startswith("binutils")), "binutils")
+        raise SystemExit(f"audit: missing {a.objdump}: apt-get install {pkg}")
+    return a.objdump
 
 
 def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[str, list[str]]:
@@ -257,6 +258,13 @@ class Disasm:
     """objdump -d -r of one ELF file: instructions by section and address, and
     function extents from the ELF symbol table (value, size)."""
 
+    # objdump -r prints a relocation as "<addr>: R_<type> <target>" after its
+    # instruction; with reloc_lines the target is appended to that
+    # instruction (a call or tail call then keeps its mnemonic: the per-arch
+    # audit's objects need it). Off here, as the module audit was recorded.
+    reloc_lines = False
+    reloc_suffix = "  <{}>"         # how a relocation's target is appended
+
     def __init__(self, path: Path, arch: str, sections=(".text",)):
         self.path, self.arch = Path(path), arch
         self.elf = elfmini.Elf(path)
@@ -273,11 +281,13 @@ class Disasm:
                 last = None
                 continue
             m = re.match(r"^\s*([0-9a-f]+):\s+(\S.*)$", line)
+            if m and self.reloc_lines and m.group(2).startswith("R_"):
+                m = None
             if m and sec is not None:
                 last = int(m.group(1), 16)
                 self.insns[sec][last] = m.group(2).strip()
             elif "R_" in line and last is not None and sec is not None:
-                self.insns[sec][last] += "  <" + line.split()[-1] + ">"
+                self.insns[sec][last] += self.reloc_suffix.format(line.split()[-1])
         self.funcs = {}
         for name, sym in self.elf.functions().items():
             sname = self.elf.sections[sym.shndx].name if 0 < sym.shndx < len(self.elf.sections) else ""

@@ -1,8 +1,9 @@
-"""A minimal ELF64 little-endian reader: sections, symbols, RELA entries.
+"""A minimal ELF64 reader: sections, symbols, RELA entries.
 
 Just what the ordering audit needs (symbol addresses and sizes for the
 alignment check and function extents; the ``.altinstructions`` entries of
-arm64 builds). No third-party ELF library is available to Debian's
+arm64 builds). Either byte order: the per-arch audit reads sparc64's
+big-endian objects too. No third-party ELF library is available to Debian's
 interpreter here, and this is small.
 """
 from __future__ import annotations
@@ -42,11 +43,13 @@ class Elf:
         self.path = Path(path)
         self.data = self.path.read_bytes()
         d = self.data
-        if d[:4] != b"\x7fELF" or d[4] != 2 or d[5] != 1:
-            raise ValueError(f"{path}: not a little-endian ELF64 file")
+        if d[:4] != b"\x7fELF" or d[4] != 2 or d[5] not in (1, 2):
+            raise ValueError(f"{path}: not an ELF64 file")
+        self.endian = "<" if d[5] == 1 else ">"
+        e = self.endian
         (self.type, self.machine, _v, _entry, _phoff, shoff, _flags, _ehsize, _phentsize,
-         _phnum, shentsize, shnum, shstrndx) = struct.unpack_from("<HHIQQQIHHHHHH", d, 16)
-        raw = [struct.unpack_from("<IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
+         _phnum, shentsize, shnum, shstrndx) = struct.unpack_from(e + "HHIQQQIHHHHHH", d, 16)
+        raw = [struct.unpack_from(e + "IIQQQQIIQQ", d, shoff + i * shentsize) for i in range(shnum)]
         strtab = raw[shstrndx]
         self.sections = []
         for i, r in enumerate(raw):
@@ -76,7 +79,7 @@ class Elf:
                 stroff = self.sections[st.link].offset
                 for i in range(st.size // 24):
                     name, info, _other, shndx, value, size = struct.unpack_from(
-                        "<IBBHQQ", self.data, st.offset + i * 24)
+                        self.endian + "IBBHQQ", self.data, st.offset + i * 24)
                     self._symbols.append(Symbol(self._str(stroff, name), value, size,
                                                 info & 0xF, info >> 4, shndx))
         return self._symbols
@@ -94,7 +97,7 @@ class Elf:
             return []
         out = []
         for i in range(s.size // 24):
-            off, info, addend = struct.unpack_from("<QQq", self.data, s.offset + i * 24)
+            off, info, addend = struct.unpack_from(self.endian + "QQq", self.data, s.offset + i * 24)
             out.append((off, info >> 32, info & 0xFFFFFFFF, addend))
         return out
 
@@ -112,12 +115,12 @@ class AltInstr:
 ARM64_CB_BIT = 0x8000
 
 
-def arm64_altinstructions(elf: Elf) -> list[AltInstr]:
+def arm64_altinstructions(elf: Elf, section: str = ".text") -> list[AltInstr]:
     """The arm64 ``struct alt_instr`` entries (s32 orig, s32 alt, u16 cap, u8, u8).
 
     In a linked vmlinux the offsets are resolved; in a relocatable module they
-    are PREL32 relocations against ``.text`` (section offsets are returned) or
-    against the callback symbol."""
+    are PREL32 relocations against ``section`` (offsets in it are returned;
+    entries of other sections are left out) or against the callback symbol."""
     s = elf.section(".altinstructions")
     if s is None:
         return []
@@ -125,7 +128,7 @@ def arm64_altinstructions(elf: Elf) -> list[AltInstr]:
     n = len(raw) // 12
     relas = {off: (sym, addend) for off, sym, _t, addend in elf.relas(".altinstructions")}
     syms = elf.symbols
-    text = elf.section(".text")
+    text = elf.section(section)
     out = []
     for i in range(n):
         o, a, cap, olen, alen = struct.unpack_from("<iiHBB", raw, i * 12)
