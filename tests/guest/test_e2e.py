@@ -7,7 +7,7 @@ import pytest
 from conftest import kernel_dir
 from qrwbench import vocab
 from qrwbench.results import records
-from qrwbench.run import boot, qemu
+from qrwbench.run import boot as one_boot, qemu
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
@@ -21,7 +21,7 @@ def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
 
 def boot(tmp_path, c, timeout=120, seed=7):
     d = tmp_path / "run"
-    st = boot.boot_one(c, seed, d, timeout, 256, NO_KVM)
+    st = one_boot.boot_one(c, seed, d, timeout, 256, NO_KVM)
     return st, d, records.parse_console((d / "console.log").read_bytes())
 
 
