@@ -1,6 +1,7 @@
-"""The ordering audit of the benchmark module (qrwbench.build.audit, `make audit`):
-it finds the differences that the orderings must make, and none where the
-code is the same (issue 5). Reads the modules `make test` builds."""
+"""The ordering audit of the benchmark module (qrwbench.build.module_audit,
+promise and audit, `make audit`): it finds the differences that the
+orderings must make, and none where the code is the same (issue 5). Reads
+the modules `make test` builds."""
 import json
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 
 from conftest import BUILD, kernel_dir, missing
 from qrwbench import cli, vocab
-from qrwbench.build import audit
+from qrwbench.build import audit, module_audit, promise
 from qrwbench.analysis import codeid
 from qrwbench.cell import Cell
 
@@ -21,7 +22,7 @@ def module(arch, variant="acqrel"):
     ko = BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
     if not ko.exists():
         missing(f"{ko} is not built")
-    return audit.audit_module(ko, arch, variant, kd)
+    return module_audit.audit_module(ko, arch, variant, kd)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def arm64_full():
 
 @pytest.mark.kernel
 def test_every_op_of_the_table_is_audited(x86, arm64):
-    rows = audit.op_table()
+    rows = module_audit.op_table()
     assert len(rows) > 100
     for m in (x86, arm64):
         assert m["missing_loops"] == []
@@ -135,9 +136,9 @@ def test_the_build_before_the_lse_fix_is_flagged():
         assert {o: ops[op][o]["paths"]["lse"]["order"] for o in ORDERINGS} == {
             o: ["ldaddal"] for o in ORDERINGS}
         for o in ("acquire", "release", "relaxed"):
-            got = audit.check_promise("arm64", op, o, ops[op][o])
+            got = promise.check_promise("arm64", op, o, ops[op][o])
             assert [(f["kind"], f["path"]) for f in got] == [("stronger", "lse")], (op, o, got)
-        assert audit.check_promise("arm64", op, "full", ops[op]["full"]) == []
+        assert promise.check_promise("arm64", op, "full", ops[op]["full"]) == []
     assert ops["atomic64_sub_return"]["release"]["paths"]["lse"]["order"] == ["ldaddl"]
     notes = audit.module_notes([{"arch": "arm64", "findings": before["findings"], "ops": ops}])
     assert sorted(n["impl"] for n in notes if "read unlock" in n["text"]) == ["kernel", "module"]
@@ -146,10 +147,10 @@ def test_the_build_before_the_lse_fix_is_flagged():
 
 def test_promise_check_can_fail():
     rec = {"order": ["ldadd"], "paths": {"lse": {"order": ["ldadd"]}, "llsc": {"order": ["ldxr", "stxr"]}}}
-    got = audit.check_promise("arm64", "atomic_add_return", "acquire", rec)
+    got = promise.check_promise("arm64", "atomic_add_return", "acquire", rec)
     assert {(f["kind"], f["path"]) for f in got} == {("weaker", "lse"), ("weaker", "llsc")}
     rec = {"order": [], "locked": 0, "fences": 0, "counts": {}}
-    assert audit.check_promise("x86_64", "atomic_add_return", "full", rec)[0]["kind"] == "missing"
+    assert promise.check_promise("x86_64", "atomic_add_return", "full", rec)[0]["kind"] == "missing"
 
 
 @pytest.mark.kernel
@@ -214,10 +215,10 @@ def test_allfull_kernel_builds_every_ordering_fully_ordered(arm64_allfull):
 
 
 def test_allfull_promise_is_only_for_rmw_atomics():
-    assert audit.promised_ordering("atomic_add_return", "relaxed", True) == "full"
-    assert audit.promised_ordering("atomic_add_return", "relaxed", False) == "relaxed"
-    assert audit.promised_ordering("smp_store_release", "release", True) == "release"
-    assert audit.promised_ordering("atomic_or", "relaxed", True) == "relaxed"   # void op
+    assert promise.promised_ordering("atomic_add_return", "relaxed", True) == "full"
+    assert promise.promised_ordering("atomic_add_return", "relaxed", False) == "relaxed"
+    assert promise.promised_ordering("smp_store_release", "release", True) == "release"
+    assert promise.promised_ordering("atomic_or", "relaxed", True) == "relaxed"   # void op
 
 
 def test_per_op_folds_an_unrolled_loop_to_one_op():
@@ -226,14 +227,14 @@ def test_per_op_folds_an_unrolled_loop_to_one_op():
     with its LL/SC code out of line: the inline parts, then the out-of-line
     parts), and None when the loop is not that many copies of one op."""
     u = 4
-    assert audit.per_op(["lock xadd"] * u, u) == ["lock xadd"]
-    assert audit.per_op(["ldaddal", "dmb ish"] * u, u) == ["ldaddal", "dmb ish"]
-    assert audit.per_op(["dmb ish"] * u + ["ldxr", "stlxr", "dmb ish"] * u, u) == \
+    assert module_audit.per_op(["lock xadd"] * u, u) == ["lock xadd"]
+    assert module_audit.per_op(["ldaddal", "dmb ish"] * u, u) == ["ldaddal", "dmb ish"]
+    assert module_audit.per_op(["dmb ish"] * u + ["ldxr", "stlxr", "dmb ish"] * u, u) == \
         ["dmb ish", "ldxr", "stlxr", "dmb ish"]
-    assert audit.per_op([], u) == []
-    assert audit.per_op(["lock xadd"] * (u - 1), u) is None            # one op short
-    assert audit.per_op(["ldxr", "stxr"] * u + ["dmb ish"], u) is None   # one barrier extra
-    assert audit.per_op(["ldxr", "stxr", "ldxr", "stlxr"] * (u // 2), u) is None
+    assert module_audit.per_op([], u) == []
+    assert module_audit.per_op(["lock xadd"] * (u - 1), u) is None            # one op short
+    assert module_audit.per_op(["ldxr", "stxr"] * u + ["dmb ish"], u) is None   # one barrier extra
+    assert module_audit.per_op(["ldxr", "stxr", "ldxr", "stlxr"] * (u // 2), u) is None
 
 
 @pytest.mark.kernel

@@ -1,16 +1,16 @@
 """The variants compile to what their names promise, read from objdump -d of
-each vmlinux (qrwbench.build.audit)."""
+each vmlinux (qrwbench.build.disasm)."""
 import pytest
 
 from conftest import kernel_dir
-from qrwbench.build import audit
+from qrwbench.build import audit, disasm
 
 pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
 
 
 def funcs(arch, variant):
     kd = kernel_dir(arch, variant)
-    return audit.audit_elf(kd / "vmlinux", arch, list(audit.QRWLOCK_FUNCS))
+    return disasm.audit_elf(kd / "vmlinux", arch, list(audit.QRWLOCK_FUNCS))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TOP, changed_table
 from qrwbench import vocab
-from qrwbench.build import audit
+from qrwbench.build import module_audit
 
 MODULE = TOP / "bench" / "module"
 KBUILD = MODULE / "Kbuild"
@@ -75,10 +75,10 @@ def test_each_generated_source_holds_its_row_once():
 
 
 def test_the_audit_and_the_emulator_audit_take_their_lists_from_the_table():
-    assert audit.module_impls() == tuple(i.name for i in vocab.lock_impls() if i.kind == "module")
+    assert module_audit.module_impls() == tuple(i.name for i in vocab.lock_impls() if i.kind == "module")
     assert vocab.module_lock_variants() == {"full": "full_c0", "acqrel": "acqrel_c0",
                                               "relaxed": "relaxed_c0"}
-    assert [(a.name, b.name) for a, b in audit._lock_twins()] == [("acqrel_c0", "acqrel_c1")]
+    assert [(a.name, b.name) for a, b in module_audit._lock_twins()] == [("acqrel_c0", "acqrel_c1")]
 
 
 def test_a_new_row_is_one_line_of_the_table(tmp_path, monkeypatch):
@@ -89,11 +89,11 @@ def test_a_new_row_is_one_line_of_the_table(tmp_path, monkeypatch):
     assert line in text
     changed = text + "QRWB_IMPL(relaxed_c1, module, relaxed, 1, 0)\n"
     with changed_table(monkeypatch, tmp_path, vocab, "IMPLS_DEF", changed,
-                       vocab.lock_impls, audit._sym_impl) as f:
+                       vocab.lock_impls, module_audit._sym_impl) as f:
         assert cpp_rows(f) == vocab.lock_impls()
-        assert audit.module_impls()[-1] == "relaxed_c1"
-        assert ("relaxed_c0", "relaxed_c1") in [(a.name, b.name) for a, b in audit._lock_twins()]
-        assert audit._norm_syms("bl qrwb_relaxed_c1_read_lock_slowpath") == "bl IMPL_read_lock_slowpath"
+        assert module_audit.module_impls()[-1] == "relaxed_c1"
+        assert ("relaxed_c0", "relaxed_c1") in [(a.name, b.name) for a, b in module_audit._lock_twins()]
+        assert module_audit._norm_syms("bl qrwb_relaxed_c1_read_lock_slowpath") == "bl IMPL_read_lock_slowpath"
 
 
 def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import BUILD, kernel_dir, missing
 from qrwbench import vocab
-from qrwbench.build import audit, elfmini
+from qrwbench.build import elfmini, module_audit
 
 pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
 
@@ -37,7 +37,7 @@ def test_timed_loops_start_on_their_alignment(arch, variant):
     funcs = elf.functions(".text")
     loops = {n: s for n, s in funcs.items() if n.startswith("qrwb_loop_") or
              (n.startswith("qrwb_") and n.endswith("_loop"))}
-    want = {f"qrwb_loop_{op}_{o}_{c}" for op, o in audit.op_table() for c in audit.COPIES}
+    want = {f"qrwb_loop_{op}_{o}_{c}" for op, o in module_audit.op_table() for c in module_audit.COPIES}
     assert want <= set(loops), sorted(want - set(loops))[:5]
     assert {f"qrwb_{i.name}_loop" for i in vocab.lock_impls()} <= set(loops)
     bad = {n: hex(s.value) for n, s in loops.items()
@@ -66,7 +66,7 @@ def test_no_timed_loop_crosses_a_page(arch):
     ko = BUILD / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
     if not ko.exists():
         missing(f"{ko} is not built")
-    doc = audit.audit_module(ko, arch, "acqrel")
+    doc = module_audit.audit_module(ko, arch, "acqrel")
     assert doc["page_crossing"] == []
 
 
@@ -82,7 +82,7 @@ def test_no_function_a_timed_rwlock_loop_calls_crosses_a_page(arch):
     funcs = elfmini.Elf(ko).functions(".text")
     callees = {n: s for n, s in funcs.items()
                if re.fullmatch(r"qrwb_(full|acqrel|relaxed)_c\w+?_(read|write)_(un)?lock(_slowpath)?", n)}
-    assert sum(n.endswith("_slowpath") for n in callees) == 2 * len(audit.module_impls()), sorted(callees)
+    assert sum(n.endswith("_slowpath") for n in callees) == 2 * len(module_audit.module_impls()), sorted(callees)
     for n, s in callees.items():
         assert s.size > 0
         assert s.value // 4096 == (s.value + s.size - 1) // 4096, (n, hex(s.value), s.size)

@@ -13,7 +13,7 @@ ordering instructions are read from its disassembly (the arch's objdump):
 - x86_64: lock-prefixed instructions, xchg with memory, m/l/sfence;
 - arm64: acquire/release accesses, exclusives, LSE atomics, dmb/dsb, and
   separately for the LSE and the LL/SC path the kernel patches in at boot
-  (``.altinstructions``: audit.arm64_paths);
+  (``.altinstructions``: disasm.arm64_paths);
 - powerpc: sync (objdump's hwsync), lwsync, isync, eieio, the reservations
   l[bhwd]arx / st[bhwd]cx.; an isync listed in ``__lwsync_fixup`` is
   written ``isync*``: the kernel rewrites it to lwsync at boot (at load in a
@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 
 from .. import outputs, vocab
-from . import audit, elfmini
+from . import disasm, elfmini, module_audit, promise
 
 OBJECTS = vocab.BUILD / "objects"
 PROBE = "qrwb_probe"
@@ -77,10 +77,10 @@ def ordering_token(karch: str, text: str) -> str | None:
     (kernel ARCH=), or None: what the table counts."""
     text = re.sub(r"\s+\[reloc [^]]*\]$", "", text.strip())      # a relocation's target
     if karch in ("x86_64", "x86"):
-        got = audit.ordering_insns("x86_64", [text])
+        got = disasm.ordering_insns("x86_64", [text])
         return got[0] if got else None
     if karch == "arm64":
-        got = audit.ordering_insns("arm64", [text])
+        got = disasm.ordering_insns("arm64", [text])
         return got[0] if got else None
     parts = text.split(None, 1)
     if not parts:
@@ -106,8 +106,8 @@ def ordering_token(karch: str, text: str) -> str | None:
     raise ValueError(f"no ordering classifier for ARCH={karch}")
 
 
-class ObjectDisasm(audit.Disasm):
-    """audit.Disasm of an object, every section, relocations kept apart and
+class ObjectDisasm(disasm.Disasm):
+    """disasm.Disasm of an object, every section, relocations kept apart and
     written "[reloc <target>]" (objdump's own "<sym+off>" is a branch's)."""
     reloc_lines = True
     reloc_suffix = "  [reloc {}]"
@@ -141,7 +141,7 @@ def _record(dis: ObjectDisasm, fn: str, karch: str, patched: set) -> dict:
             # (expand_calls puts its ordering instructions here)
             order.append(CALL + m.group(1))
             calls.append(m.group(1))
-    return {"order": order, "hash": audit.code_hash([t for _a, t in ins], fn), "calls": calls}
+    return {"order": order, "hash": module_audit.code_hash([t for _a, t in ins], fn), "calls": calls}
 
 
 def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
@@ -155,9 +155,9 @@ def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
         views: dict[str, dict] = {f"{arch}/lse": {}, f"{arch}/llsc": {}}
         for fn in sorted(dis.funcs):
             sec = dis.funcs[fn][0]
-            for mode, p in audit.arm64_paths(dis, fn, alts[sec], lse_cap).items():
-                views[f"{arch}/{mode}"][fn] = {"order": audit.ordering_insns("arm64", p),
-                                               "hash": audit.code_hash(p, fn), "calls": []}
+            for mode, p in disasm.arm64_paths(dis, fn, alts[sec], lse_cap).items():
+                views[f"{arch}/{mode}"][fn] = {"order": disasm.ordering_insns("arm64", p),
+                                               "hash": module_audit.code_hash(p, fn), "calls": []}
         return views
     patched = lwsync_fixups(dis.elf) if karch == "powerpc" else set()
     return {arch: {fn: _record(dis, fn, karch, patched) for fn in sorted(dis.funcs)}}
@@ -195,7 +195,7 @@ def audit_build(d: Path) -> dict:
     arch, variant = d.name.split("-", 1)
     if arch not in vocab.build_arches():
         raise ValueError(f"{d}: unknown arch '{arch}'")
-    cap = audit.lse_cap(d) if vocab.build_arches()[arch].karch == "arm64" else None
+    cap = disasm.lse_cap(d) if vocab.build_arches()[arch].karch == "arm64" else None
     views = audit_object(d / PROBE_OBJ, arch, cap)
     try:
         objs = (d / OBJECTS_LIST).read_text().split()
@@ -212,7 +212,7 @@ def audit_build(d: Path) -> dict:
              for view, funcs in views.items()}
     orderings = vocab.op_orderings()
     out = {"arch": arch, "variant": variant, "dir": str(d),
-           "atomics_fully_ordered": audit.fully_ordered_kernel(d), "views": {}}
+           "atomics_fully_ordered": promise.fully_ordered_kernel(d), "views": {}}
     for view, funcs in views.items():
         ops = {op: {o: funcs[f"{PROBE}_op_{op}_{o}"] for o in ords
                     if f"{PROBE}_op_{op}_{o}" in funcs}

@@ -1,0 +1,256 @@
+"""Disassembly: the instructions of built kernels, modules and objects that
+carry memory ordering.
+
+Disassembles with binutils' objdump (the host's for x86_64,
+aarch64-linux-gnu-objdump for arm64) and extracts, per function, the
+instructions that carry memory ordering:
+
+- x86_64: lock-prefixed instructions, xchg with a memory operand (implicitly
+  locked), mfence/lfence/sfence;
+- arm64: load-acquire/store-release (ldar*, ldapr*, stlr*), exclusives
+  (ldxr/ldaxr/stxr/stlxr, LL/SC path), LSE atomics (ldadd*, ldclr*, ldeor*,
+  ldset*, swp*, cas*, and their st* aliases) with their acquire/release
+  suffixes, and barriers (dmb, dsb).
+
+``disassemble``/``audit_elf`` read a whole ELF file by symbol name (the
+function's instructions hashed without addresses and branch targets:
+``normalized_hash``). ``Disasm`` is the disassembly of one ELF file by
+section and address with the function extents of its symbol table; on
+arm64 ``arm64_paths`` walks one function along each of the two paths the
+kernel selects between at boot (LSE atomics when ARM64_HAS_LSE_ATOMICS,
+``lse_cap``, else LL/SC), read from the file's ``.altinstructions`` (a
+patched-to-nop branch or an in-place replacement).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from .. import vocab
+from . import elfmini
+
+ARM64_LSE_CAP_DEFAULT = 37      # ARM64_HAS_LSE_ATOMICS in 6.12's generated cpucap-defs.h
+
+_X86_FENCE = re.compile(r"^(mfence|lfence|sfence)\b")
+_ARM_ORDER = re.compile(
+    r"^((ldar|ldapr|stlr|ldaxr|ldxr|stxr|stlxr)[bh]?|ldaxp|ldxp|stxp|stlxp"
+    r"|ld(add|clr|eor|set|smax|smin|umax|umin)(a|l|al)?[bh]?"
+    r"|st(add|clr|eor|set)(l)?[bh]?"
+    r"|swp(a|l|al)?[bh]?|cas(a|l|al)?[bh]?|casp(a|l|al)?"
+    r"|dmb|dsb)$")
+_LSE = re.compile(r"^(ld(add|clr|eor|set|smax|smin|umax|umin)|st(add|clr|eor|set)|swp|cas)")
+_LLSC = re.compile(r"^(ldx|ldax|stx|stlx)")
+
+
+def objdump_for(arch: str) -> str:
+    """The objdump of ``arch``'s binutils (the arch table of kernel/scripts/arch.sh)."""
+    a = vocab.build_arches()[arch]
+    if not shutil.which(a.objdump):
+        pkg = next((p for p in a.packages if p.startswith("binutils")), "binutils")
+        raise SystemExit(f"audit: missing {a.objdump}: apt-get install {pkg}")
+    return a.objdump
+
+
+def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[str, list[str]]:
+    """{function: [instruction text, ...]} for the named symbols (all if None)."""
+    funcs: dict[str, list[str]] = {}
+    # objdump takes one --disassemble=SYM; for several, disassemble all once.
+    cmd = [objdump_for(arch), "-d", "--no-show-raw-insn", "-r", str(elf)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    want = set(symbols) if symbols else None
+    cur = None
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
+        if m:
+            cur = m.group(1) if (want is None or m.group(1) in want) else None
+            if cur is not None:
+                funcs[cur] = []
+            continue
+        if cur is None or not line.strip():
+            continue
+        m = re.match(r"^\s*[0-9a-f]+:\s+(.*)$", line)
+        if m:
+            funcs[cur].append(m.group(1).strip())
+        elif "R_" in line and funcs[cur]:
+            # relocation: say what a call/branch goes to
+            funcs[cur][-1] += "  <" + line.split()[-1] + ">"
+    return funcs
+
+
+def ordering_insns(arch: str, insns: list[str]) -> list[str]:
+    """The ordering-relevant instructions of one function, in order."""
+    found = []
+    for ins in insns:
+        text = ins.split("//")[0].split("#")[0].strip()
+        if not text:
+            continue
+        if arch == "x86_64":
+            if text.startswith("lock "):
+                found.append("lock " + text.split()[1])
+            elif text.startswith("xchg") and "(" in text:
+                found.append("xchg(mem)")
+            elif _X86_FENCE.match(text):
+                found.append(text.split()[0])
+        else:
+            mn = text.split()[0]
+            if _ARM_ORDER.match(mn):
+                if mn in ("dmb", "dsb"):
+                    mn = f"{mn} {text.split()[1]}" if len(text.split()) > 1 else mn
+                found.append(mn)
+    return found
+
+
+def normalized_hash(insns: list[str]) -> str:
+    """Hash of the instruction stream without addresses and branch targets."""
+    h = hashlib.sha256()
+    for ins in insns:
+        t = re.sub(r"\b[0-9a-f]{6,}\b", "X", ins)          # absolute addresses
+        t = re.sub(r"<[^>]*>", "", t)                       # symbol+offset annotations
+        h.update(t.encode() + b"\n")
+    return h.hexdigest()[:16]
+
+
+def classify(arch: str, order: list[str]) -> dict:
+    c = Counter(order)
+    out = {"counts": dict(sorted(c.items()))}
+    if arch == "arm64":
+        out["lse"] = sorted({m for m in c if _LSE.match(m)})
+        out["llsc"] = sorted({m for m in c if _LLSC.match(m)})
+        out["barriers"] = sorted({m for m in c if m.startswith(("dmb", "dsb"))})
+        out["acq_rel"] = sorted({m for m in c if m.startswith(("ldar", "ldapr", "stlr"))})
+    else:
+        out["locked"] = sum(n for m, n in c.items() if m.startswith("lock") or m == "xchg(mem)")
+        out["fences"] = sum(n for m, n in c.items() if m.endswith("fence"))
+    return out
+
+
+def audit_elf(elf: Path, arch: str, symbols=None, pattern: str | None = None) -> dict:
+    """{function: {"order": [...], "hash": str, "n_insns": int, ...classify}}."""
+    funcs = disassemble(elf, arch, None if pattern else symbols)
+    if pattern:
+        rx = re.compile(pattern)
+        funcs = {k: v for k, v in funcs.items() if rx.search(k)}
+    res = {}
+    for name, insns in sorted(funcs.items()):
+        order = ordering_insns(arch, insns)
+        res[name] = {"order": order, "hash": normalized_hash(insns), "n_insns": len(insns),
+                     **classify(arch, order)}
+    return res
+
+
+def lse_cap(kdir: Path | None) -> int:
+    """ARM64_HAS_LSE_ATOMICS of a kernel build (its generated cpucap-defs.h)."""
+    if kdir is not None:
+        h = kdir / "arch" / "arm64" / "include" / "generated" / "asm" / "cpucap-defs.h"
+        if h.exists():
+            m = re.search(r"#define\s+ARM64_HAS_LSE_ATOMICS\s+(\d+)", h.read_text())
+            if m:
+                return int(m.group(1))
+    return ARM64_LSE_CAP_DEFAULT
+
+
+class Disasm:
+    """objdump -d -r of one ELF file: instructions by section and address, and
+    function extents from the ELF symbol table (value, size)."""
+
+    # objdump -r prints a relocation as "<addr>: R_<type> <target>" after its
+    # instruction; with reloc_lines the target is appended to that
+    # instruction (a call or tail call then keeps its mnemonic: the per-arch
+    # audit's objects need it). Off here, as the module audit was recorded.
+    reloc_lines = False
+    reloc_suffix = "  <{}>"         # how a relocation's target is appended
+
+    def __init__(self, path: Path, arch: str, sections=(".text",)):
+        self.path, self.arch = Path(path), arch
+        self.elf = elfmini.Elf(path)
+        cmd = [objdump_for(arch), "-d", "--no-show-raw-insn", "-r"]
+        for sec in sections or ():
+            cmd += ["-j", sec]
+        out = subprocess.run(cmd + [str(path)], capture_output=True, text=True, check=True).stdout
+        self.insns: dict[str, dict[int, str]] = {}
+        sec, last = None, None
+        for line in out.splitlines():
+            if line.startswith("Disassembly of section "):
+                sec = line[len("Disassembly of section "):].rstrip(":")
+                self.insns.setdefault(sec, {})
+                last = None
+                continue
+            m = re.match(r"^\s*([0-9a-f]+):\s+(\S.*)$", line)
+            if m and self.reloc_lines and m.group(2).startswith("R_"):
+                m = None
+            if m and sec is not None:
+                last = int(m.group(1), 16)
+                self.insns[sec][last] = m.group(2).strip()
+            elif "R_" in line and last is not None and sec is not None:
+                self.insns[sec][last] += self.reloc_suffix.format(line.split()[-1])
+        self.funcs = {}
+        for name, sym in self.elf.functions().items():
+            sname = self.elf.sections[sym.shndx].name if 0 < sym.shndx < len(self.elf.sections) else ""
+            if sym.size and sname in self.insns:
+                self.funcs[name] = (sname, sym.value, sym.size)
+
+    def func(self, name: str) -> list[tuple[int, str]]:
+        sec, start, size = self.funcs[name]
+        ins = self.insns[sec]
+        return [(a, ins[a]) for a in sorted(a for a in ins if start <= a < start + size)]
+
+    def at(self, sec: str, addr: int) -> str:
+        return self.insns.get(sec, {}).get(addr, "")
+
+
+_ARM_COND = re.compile(r"^(b\.\w+|cbn?z|tbn?z)$")
+
+
+def _branch_target(text: str) -> int | None:
+    m = re.search(r"\b([0-9a-f]+) <", text)
+    return int(m.group(1), 16) if m else None
+
+
+def arm64_paths(dis: Disasm, fn: str, alts, cap: int) -> dict[str, list[str]]:
+    """The instructions of ``fn`` that run on the LSE path and on the LL/SC path.
+
+    The kernel patches at boot every ``.altinstructions`` site of ``cap``
+    (ARM64_HAS_LSE_ATOMICS) when the CPU has LSE: a callback site (a ``b`` to
+    the LL/SC code, ``alternative_has_cap_likely``) becomes a nop, an in-place
+    site (``ARM64_LSE_ATOMIC_INSN``, e.g. xchg) gets its replacement. Walking
+    the control flow from the entry both ways gives what each path executes.
+    """
+    sec, start, size = dis.funcs[fn]
+    ins = dict(dis.func(fn))
+    sites = {a.orig: a for a in alts if a.cpucap == cap and start <= a.orig < start + size}
+    out = {}
+    for mode in ("lse", "llsc"):
+        seen, got, stack = set(), [], [start]
+        while stack:
+            a = stack.pop()
+            if a in seen or a not in ins:
+                continue            # outside the function: a tail call
+            seen.add(a)
+            site = sites.get(a) if mode == "lse" else None
+            if site is not None:
+                if not site.callback and site.alt is not None:
+                    for k in range(0, site.alt_len, 4):
+                        got.append((a, k, dis.at(sec, site.alt + k)))
+                stack.append(a + site.orig_len)
+                continue
+            t = ins[a]
+            got.append((a, 0, t))
+            mn = t.split()[0]
+            tgt = _branch_target(t)
+            if mn == "b":
+                if tgt is not None:
+                    stack.append(tgt)
+            elif _ARM_COND.match(mn):
+                stack.append(a + 4)
+                if tgt is not None:
+                    stack.append(tgt)
+            elif mn in ("ret", "eret", "br", "retaa", "retab"):
+                pass
+            else:
+                stack.append(a + 4)
+        out[mode] = [t for _a, _k, t in sorted(got)]
+    return out
