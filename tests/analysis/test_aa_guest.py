@@ -60,10 +60,10 @@ AA_FAMILY_ALPHA = 0.01
 
 
 def test_aa_identical_copies_show_no_significant_difference(aa_boots):
-    verdicts = aa_verdicts([s for b in aa_boots for s in b], alpha=AA_FAMILY_ALPHA)
-    assert {"atomic_add_return", "atomic_cmpxchg", "smp_load_acquire"} <= {op for op, _ in verdicts}
-    assert len(verdicts) >= 9
-    assert set(verdicts.values()) == {verdicts.NO_DIFF}, verdicts
+    got = aa_verdicts([s for b in aa_boots for s in b], alpha=AA_FAMILY_ALPHA)
+    assert {"atomic_add_return", "atomic_cmpxchg", "smp_load_acquire"} <= {op for op, _ in got}
+    assert len(got) >= 9
+    assert set(got.values()) == {verdicts.NO_DIFF}, got
 
 
 def test_aa_false_positives_per_boot_are_consistent_with_alpha(aa_boots):
