@@ -74,6 +74,12 @@ if [ "$objects" = 1 ]; then
 else
 	out=${QRWB_OUT:-$top/build/kernels/$arch-$variant}
 fi
+# --objects writes and replaces parts of $out (probe/): only into a directory
+# an earlier --objects build made (its .qrwbench-src), or a new or empty one.
+if [ "$objects" = 1 ] && [ -d "$out" ] && [ ! -f "$out/.qrwbench-src" ] &&
+   [ -n "$(ls -A "$out")" ]; then
+	die "$out is not empty and no object build of build-kernel.sh --objects (no .qrwbench-src): valid is a new or empty directory, or an earlier object build"
+fi
 jobs=${QRWB_JOBS:-$(( $(nproc) + 1 ))}
 progress=${QRWB_PROGRESS:+ ($QRWB_PROGRESS)}
 [ -f "$src/Makefile" ] || die "no kernel tree at $src: run 'make tree' first"
@@ -121,11 +127,11 @@ if [ "$objects" = 1 ] && [ ! -e "$out" ] && [ "$variant" != unpatched ]; then
 	for seed in "$(dirname "$out")/$arch"-*/; do
 		[ -f "$seed/.qrwbench-objects" ] && [ "$(cat "$seed/.qrwbench-src" 2>/dev/null)" = "$src" ] || continue
 		echo "objects $arch-$variant: starting from a copy of ${seed%/}"
-		rm -rf "$out.tmp"
-		mkdir -p "$out.tmp"
-		cp -a "$seed/." "$out.tmp/"
-		rm -rf "$out.tmp/probe" "$out.tmp/.qrwbench-objects" "$out.tmp/.qrwbench-configured"
-		mv "$out.tmp" "$out"
+		# a directory of our own beside $out, renamed to $out when complete
+		tmp=$(mktemp -d "$(dirname "$out")/.qrwbench-copy.XXXXXX")
+		cp -a "$seed/." "$tmp/"
+		rm -rf "$tmp/probe" "$tmp/.qrwbench-objects" "$tmp/.qrwbench-configured"
+		mv "$tmp" "$out"
 		break
 	done
 fi

@@ -129,3 +129,20 @@ def test_missing_cross_compiler_names_the_package(tmp_path):
     assert r.returncode != 0
     assert ("missing cross compiler aarch64-linux-gnu-gcc: apt-get install gcc-aarch64-linux-gnu "
             "binutils-aarch64-linux-gnu") in r.stderr
+
+
+def test_objects_refuse_a_directory_they_did_not_make(tmp_path):
+    """--objects replaces parts of its output (probe/): into a non-empty
+    directory without its marker (.qrwbench-src) it writes nothing, before
+    looking for a tree, and leaves every file as it was."""
+    import os
+    mine = tmp_path / "mine"
+    (mine / "probe").mkdir(parents=True)
+    (mine / "probe" / "keep.c").write_text("x")
+    (mine / "precious").write_text("y")
+    r = run_script("riscv64", "acqrel", "--objects", env=dict(os.environ, QRWB_OUT=str(mine)))
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "is not empty and no object build" in err[0], r.stderr
+    assert sorted(p.name for p in mine.rglob("*")) == ["keep.c", "precious", "probe"]
+    assert (mine / "probe" / "keep.c").read_text() == "x"
