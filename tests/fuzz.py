@@ -31,10 +31,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 import random
 import sqlite3
-import subprocess
 import traceback
 from pathlib import Path
 
@@ -49,10 +47,6 @@ from qrwbench.report import regress as regress_mod
 from qrwbench.errors import QrwbenchError
 
 PKG = TOP / "analysis" / "qrwbench"
-GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
-               GIT_AUTHOR_DATE="2026-12-01T00:00:00Z", GIT_COMMITTER_DATE="2026-12-01T00:00:00Z",
-               GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 FAST_RESAMPLES = 200        # bootstrap resamples in the CLI runs (speed only)
 
 
@@ -281,14 +275,7 @@ def golden(tmp_path_factory):
     valid run directory to import."""
     tmp = tmp_path_factory.mktemp("golden")
     repo = tmp / "rig"
-    repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=GIT_ENV)
-    shas = []
-    for i in range(3):
-        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m",
-                        f"change {i}"], check=True, env=GIT_ENV)
-        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
-                                   env=GIT_ENV, capture_output=True, text=True).stdout.strip())
+    shas = synth.empty_commits(repo, 3)
     db = tmp / "golden.sqlite"
     runs = tmp / "runs"
     for t, sha in enumerate(shas[1:], 1):

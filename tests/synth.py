@@ -9,6 +9,8 @@ multiplied by a per-variant factor, so every test knows the true effect.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import zlib
 from pathlib import Path
 
@@ -200,3 +202,24 @@ def audits(root) -> tuple[Path, Path]:
         {**blind, "label": "emulator-blind"},
         {**target, "variants": ["relaxed", "full"], "label": "distinguishable"}]}))
     return audit, emu
+
+
+# A git environment that needs no user config and gives the same shas every time.
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
+               GIT_AUTHOR_DATE="2026-12-01T00:00:00Z", GIT_COMMITTER_DATE="2026-12-01T00:00:00Z",
+               GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+
+
+def empty_commits(repo: Path, n: int) -> list[str]:
+    """A new git repository at ``repo`` with ``n`` empty commits, subjects
+    'change 0'..'change n-1'; their shas, oldest first."""
+    repo.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=GIT_ENV)
+    shas = []
+    for i in range(n):
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m",
+                        f"change {i}"], check=True, env=GIT_ENV)
+        shas.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True,
+                                   env=GIT_ENV, capture_output=True, text=True).stdout.strip())
+    return shas

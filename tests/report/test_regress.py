@@ -1,7 +1,5 @@
 """regress: 0-day style regression check between commits, step detection over history."""
 
-import os
-import subprocess
 
 import numpy as np
 import pytest
@@ -13,24 +11,13 @@ from qrwbench.analysis import history, verdicts
 from qrwbench.report import regress
 from qrwbench.errors import QrwbenchError
 
-ENV = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
-           GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
-           GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
 
 
 @pytest.fixture
 def repo(tmp_path):
     """A git repository with commits c0..c7 (subjects 'change 0'..'change 7')."""
     path = tmp_path / "rig"
-    path.mkdir()
-    subprocess.run(["git", "init", "-q", str(path)], check=True, env=ENV)
-    shas = []
-    for i in range(8):
-        subprocess.run(["git", "-C", str(path), "commit", "-q", "--allow-empty", "-m",
-                        f"change {i}"], check=True, env=ENV)
-        shas.append(subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"],
-                                   check=True, env=ENV, capture_output=True,
-                                   text=True).stdout.strip())
+    shas = synth.empty_commits(path, 8)
     return path, shas
 
 
