@@ -65,8 +65,8 @@ long qrwb_probe_op_##op##_##ord(struct qrwb_slot *s, unsigned long i);	\
 noinline long qrwb_probe_op_##op##_##ord(struct qrwb_slot *s,		\
 					unsigned long i)		\
 {									\
-	int o32 = 0;							\
-	s64 o64 = 0;							\
+	int o32 = atomic_read(&s->v);					\
+	s64 o64 = atomic64_read(&s->v64);				\
 	long acc = 0;							\
 									\
 	stmt;								\

@@ -157,11 +157,12 @@ run "${kmake[@]}" tinyconfig
 run env ARCH="$karch" CROSS_COMPILE="$cross" "$src/scripts/kconfig/merge_config.sh" -m -O "$out" "$out/.config" "${fragments[@]}"
 run "${kmake[@]}" olddefconfig
 
-# A kernel that does not use qrwlock has nothing to measure: one line.
+# A kernel that does not use qrwlock has nothing to measure: one line, before
+# the per-option check below (the variant's ordering options depend on it).
 grep -qx 'CONFIG_QUEUED_RWLOCKS=y' "$out/.config" ||
 	die "$arch-$variant: CONFIG_QUEUED_RWLOCKS is not set, so this kernel would use ${karch}'s own rwlock, not qrwlock$(
 		[ -z "$qrw_needs" ] || grep -qx "$qrw_needs=y" "$out/.config" ||
-		echo ": ${karch} selects it only with $qrw_needs=y (set it in ${arch_config#$top/})")"
+		echo ": ${karch} selects it only with $qrw_needs=y (set it in ${arch_config#"$top"/})")"
 
 # merge_config.sh only warns when Kconfig drops a requested value: check each.
 bad=0

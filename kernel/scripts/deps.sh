@@ -4,7 +4,7 @@ set -euo pipefail
 # python3-pytest-xdist: make check runs the host-only tests on every CPU (-n)
 # chromium (headless): make report's first-screen screenshot and the report's browser test
 pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
-      cpio xz-utils kmod rsync git ccache gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu
+      cpio xz-utils kmod rsync git ccache
       qemu-system-x86 qemu-system-arm linux-perf
       python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
       python3-pytest-xdist
