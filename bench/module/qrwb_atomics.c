@@ -196,7 +196,6 @@ static bool qrwb_overhead_atomics(const struct qrwb_ent *e)
 }
 
 const struct qrwb_workload qrwb_wl_atomics = {
-	.name		= "atomics",
 	.params		= qrwb_params_atomics,
 	.check		= qrwb_parse_ops,
 	.run		= qrwb_run_threads,

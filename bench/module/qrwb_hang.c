@@ -21,7 +21,6 @@ static int qrwb_hang(void)
 }
 
 const struct qrwb_workload qrwb_wl_hang = {
-	.name		= "hang",
 	.params		= qrwb_hang,
 	.run		= qrwb_hang,
 };

@@ -153,7 +153,6 @@ struct qrwb_label {
  * (or NULL) adds the workload's own fields to the end of entry k's result.
  */
 struct qrwb_workload {
-	const char *name;
 	int (*params)(void);
 	int (*check)(void);
 	int (*run)(void);
@@ -238,7 +237,7 @@ struct qrwb_cxt {
 extern struct qrwb_cxt qrwb_cxt;
 
 /* qrwb_params.c */
-int qrwb_parse(const struct qrwb_workload *const *wls, unsigned int n);
+int qrwb_parse(void);
 int qrwb_refuse(const char *fmt, ...) __printf(1, 2);
 int qrwb_parse_measured(void);
 int qrwb_parse_threads(void);

@@ -266,7 +266,6 @@ static int qrwb_params_litmus(void)
 
 /* not measured by the one driver: no entries, no result records */
 const struct qrwb_workload qrwb_wl_litmus = {
-	.name		= "litmus",
 	.params		= qrwb_params_litmus,
 	.run		= qrwb_run_litmus,
 };

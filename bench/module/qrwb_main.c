@@ -33,16 +33,6 @@ struct qrwb_cxt qrwb_cxt = {
 	.run_done = COMPLETION_INITIALIZER(qrwb_cxt.run_done),
 };
 
-/*
- * The workloads, one row of qrwb_workloads.def each, as refscale's
- * scale_ops[]: workload= picks one (qrwb_parse()).
- */
-static const struct qrwb_workload *const qrwb_workloads[] = {
-#define QRWB_WORKLOAD(name)	(&qrwb_wl_##name),
-#include "qrwb_workloads.def"
-#undef QRWB_WORKLOAD
-};
-
 static void qrwb_free_all(void)
 {
 	qrwb_free_rep();
@@ -73,7 +63,7 @@ static int __init qrwb_init(void)
 	u64 t0;
 	int ret;
 
-	ret = qrwb_parse(qrwb_workloads, ARRAY_SIZE(qrwb_workloads));
+	ret = qrwb_parse();
 	if (ret)
 		return ret;
 

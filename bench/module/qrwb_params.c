@@ -160,9 +160,21 @@ static int qrwb_parse_nthreads(unsigned int online)
 	return 0;
 }
 
-/* the workload table (qrwb_main.c), as qrwb_parse() was given it */
-static const struct qrwb_workload *const *qrwb_wls;
-static unsigned int qrwb_nwls;
+/*
+ * The workloads, one row of qrwb_workloads.def each, as refscale's
+ * scale_ops[], and their names: workload= picks one (qrwb_parse()).
+ */
+static const struct qrwb_workload *const qrwb_workloads[] = {
+#define QRWB_WORKLOAD(name)	(&qrwb_wl_##name),
+#include "qrwb_workloads.def"
+#undef QRWB_WORKLOAD
+};
+
+static const char * const qrwb_workload_names[] = {
+#define QRWB_WORKLOAD(name)	#name,
+#include "qrwb_workloads.def"
+#undef QRWB_WORKLOAD
+};
 
 /*
  * A measured workload's (its params()): the choices of the one driver,
@@ -187,8 +199,8 @@ int qrwb_parse_measured(void)
 	if (ret < 0)
 		return ret;
 	qrwb_cxt.impl = ret;
-	for (i = 0; i < qrwb_nwls; i++) {
-		ret = qrwb_wls[i]->check ? qrwb_wls[i]->check() : 0;
+	for (i = 0; i < ARRAY_SIZE(qrwb_workloads); i++) {
+		ret = qrwb_workloads[i]->check ? qrwb_workloads[i]->check() : 0;
 		if (ret)
 			return ret;
 	}
@@ -206,26 +218,26 @@ int qrwb_parse_threads(void)
 /* workload=: a row of the table, or a refusal that names every row */
 static int qrwb_parse_workload(void)
 {
+	const unsigned int n = ARRAY_SIZE(qrwb_workload_names);
 	static char valid[256];
 	size_t len = 0;
 	unsigned int i;
+	int ret;
 
-	for (i = 0; i < qrwb_nwls; i++) {
-		if (!strcmp(qrwb_cxt.cfg.workload, qrwb_wls[i]->name)) {
-			qrwb_cxt.wl = qrwb_wls[i];
-			return 0;
-		}
-	}
-	for (i = 0; i < qrwb_nwls; i++)
+	for (i = 0; i < n; i++)
 		len += scnprintf(valid + len, sizeof(valid) - len, "%s%s",
-				 !i ? "" : i + 1 < qrwb_nwls ? ", " : " or ",
-				 qrwb_wls[i]->name);
-	return qrwb_refuse("workload='%.40s' is unknown: valid is %s",
-			   qrwb_cxt.cfg.workload, valid);
+				 !i ? "" : i + 1 < n ? ", " : " or ",
+				 qrwb_workload_names[i]);
+	ret = qrwb_parse_oneof("workload", qrwb_cxt.cfg.workload,
+			       qrwb_workload_names, n, valid);
+	if (ret < 0)
+		return ret;
+	qrwb_cxt.wl = qrwb_workloads[ret];
+	return 0;
 }
 
 /* every parameter's range, then workload= and the workload's params() */
-int qrwb_parse(const struct qrwb_workload *const *wls, unsigned int n)
+int qrwb_parse(void)
 {
 	unsigned int i;
 	int ret;
@@ -235,8 +247,6 @@ int qrwb_parse(const struct qrwb_workload *const *wls, unsigned int n)
 		if (ret)
 			return ret;
 	}
-	qrwb_wls = wls;
-	qrwb_nwls = n;
 	ret = qrwb_parse_workload();
 	if (ret)
 		return ret;

@@ -240,7 +240,6 @@ static void qrwb_emit_rwlock(unsigned int k, const struct qrwb_res *r)
 }
 
 const struct qrwb_workload qrwb_wl_rwlock = {
-	.name		= "rwlock",
 	.params		= qrwb_params_rwlock,
 	.run		= qrwb_run_threads,
 	.cleanup	= qrwb_cleanup_rwlock,
