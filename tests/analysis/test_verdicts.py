@@ -33,12 +33,6 @@ def test_the_verdict_words_are_written_only_in_the_vocabulary_module():
     assert hits == []
 
 
-def test_the_same_outcomes_named_as_a_change():
-    assert set(verdicts.AS_CHANGE) == set(verdicts.KINDS)
-    assert set(verdicts.AS_CHANGE.values()) == {verdicts.REGRESSION, verdicts.IMPROVEMENT,
-                                                verdicts.NO_CHANGE, verdicts.NOT_JUDGED}
-
-
 def _effect(low_pct, high_pct, p=0.5):
     if math.isinf(high_pct - low_pct):      # one boot: no interval over boots
         return effects.Effect(estimate=0.0, low=-math.inf, high=math.inf, judged=True)
