@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import synth
 from qrwbench.analysis import compare, effects, perboot, verdicts
 from qrwbench.report import regress
 from qrwbench.run import ktree
-from test_stats import _kernel_boots
 
 PACKAGE = Path(__file__).resolve().parents[2] / "analysis" / "qrwbench"
 WORDS = {verdicts.SLOWER, verdicts.FASTER, verdicts.EQUIVALENT, verdicts.INCONCLUSIVE,
@@ -76,8 +76,8 @@ def test_compare_cells_and_compare_commits_agree_on_kernel_builds():
     builds, margin 10 %) and by make regress (threshold 10 %): the same
     per-boot values, effect and equivalence words."""
     rng = np.random.default_rng(21)
-    base = _kernel_boots(rng, "acqrel", 5, boot_cv=0.02)
-    target = _kernel_boots(rng, "full", 5, boot_cv=0.02)
+    base = synth.kernel_boots(rng, "acqrel", 5, boot_cv=0.02)
+    target = synth.kernel_boots(rng, "full", 5, boot_cv=0.02)
     (c,) = [c for c in compare.compare_cells(base + target).comparisons
             if c.cell.impl == "kernel"]
     relabelled = [dict(s, variant="acqrel") if s["impl"] == "kernel" else s for s in target]
@@ -92,7 +92,7 @@ def test_ratio_samples_are_the_one_per_boot_normalisation():
     """bisect's and bench-series' kernel/module ratio of a boot is the boot's
     normalized value (perboot.boot_ratio), stored x RATIO_SCALE."""
     rng = np.random.default_rng(3)
-    s = _kernel_boots(rng, "acqrel", 4, reps=12) + _kernel_boots(rng, "full", 2, reps=7)
+    s = synth.kernel_boots(rng, "acqrel", 4, reps=12) + synth.kernel_boots(rng, "full", 2, reps=7)
     reps = perboot.group_reps(s, copy=0)
     want = {}
     for cell, variants in reps.items():
@@ -106,4 +106,4 @@ def test_ratio_samples_are_the_one_per_boot_normalisation():
     assert {(x["impl"], x["variant"], x["rep"]) for x in got} == {
         (ktree.RATIO_IMPL, ktree.KERNEL_VARIANT, 0)}
     # a boot without the module's copy has no ratio
-    assert ktree.ratio_samples(_kernel_boots(rng, "acqrel", 2, with_reference=False)) == []
+    assert ktree.ratio_samples(synth.kernel_boots(rng, "acqrel", 2, with_reference=False)) == []
