@@ -105,5 +105,11 @@ def test_ratio_samples_are_the_one_per_boot_normalisation():
     assert {x["run_id"]: x["throughput"] for x in got} == pytest.approx(want, rel=1e-12)
     assert {(x["impl"], x["variant"], x["rep"]) for x in got} == {
         (ktree.RATIO_IMPL, ktree.KERNEL_VARIANT, 0)}
+    # a known ratio: every block of the kernel 0.8 x the module's, whatever
+    # the boot's speed, stores 0.8 (x RATIO_SCALE) per boot
+    known = synth.kernel_boots(rng, "full", 3, factor=0.8, boot_cv=0.3, cv=0.0)
+    got = ktree.ratio_samples(known)
+    assert len(got) == 3 and all(x["throughput"] == pytest.approx(0.8 * ktree.RATIO_SCALE)
+                                 for x in got)
     # a boot without the module's copy has no ratio
     assert ktree.ratio_samples(synth.kernel_boots(rng, "acqrel", 2, with_reference=False)) == []
