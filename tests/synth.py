@@ -162,6 +162,57 @@ def rwlock_run(root, run_id, *, vcpus=2, write_pcts=(0, 10, 50), factors=None, r
     return write_run(root, run_id, console(recs), vcpus=vcpus, workload="rwlock", **prov_kw)
 
 
+# Analysis samples (stored windows as store.load_samples gives them) with a
+# known structure, for the statistics' tests.
+
+def samples(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0.0,
+            variants=("full", "acquire", "release", "relaxed"), copy_factor=1.0, op="op0",
+            workload="atomics", impl="inline", params="{}", run_prefix="run", copies=(0, 1),
+            arch="x86_64", cpu="qemu64", placement="shared"):
+    """Samples with a known structure: throughput = 50e6 * factor[variant] *
+    boot speed (CV boot_cv) * block phase (CV block_cv, common to every entry of
+    the block) * window noise (CV cv). Copy 1 is multiplied by copy_factor."""
+    factors = factors or {}
+    out = []
+    for b in range(boots):
+        boot = rng.lognormal(0, boot_cv)
+        for rep in range(reps):
+            phase = rng.lognormal(0, block_cv)
+            for v in variants:
+                for c in copies:
+                    x = 50e6 * factors.get(v, 1.0) * boot * phase * rng.lognormal(0, cv)
+                    out.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": 2,
+                                "workload": workload, "impl": impl, "op": op,
+                                "placement": placement, "params": params, "variant": v,
+                                "copy": c, "run_id": f"{run_prefix}-{b}", "rep": rep,
+                                "started_at": f"{b:04d}", "per_thread_ops": [1, 1],
+                                "throughput": x * (copy_factor if c else 1.0)})
+    return out
+
+
+def kernel_boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, reps=10,
+                 with_reference=True, ref_factor=1.0):
+    """``n_boots`` rwlock boots of one kernel variant: the kernel's rwlock
+    (impl kernel, speed ``factor``) and the module's acqrel copy (impl
+    module), sharing each boot's speed (CV ``boot_cv``) and each block's."""
+    out = []
+    for b in range(n_boots):
+        speed = rng.lognormal(0.0, boot_cv)
+        for rep in range(reps):
+            phase = rng.lognormal(0, 0.05)
+            base = {"arch": "x86_64", "accel": "tcg", "cpu_model": "qemu64", "vcpus": 2,
+                    "workload": "rwlock", "op": "rwlock", "placement": "shared",
+                    "params": "{}", "copy": 0, "run_id": f"{variant}-{b}", "rep": rep,
+                    "started_at": f"{variant}-{b:03d}", "per_thread_ops": [1, 1]}
+            out.append(dict(base, impl="kernel", variant=variant,
+                            throughput=20e6 * factor * speed * phase * rng.lognormal(0, cv)))
+            if with_reference:
+                for v in ("acqrel", "full"):
+                    out.append(dict(base, impl="module", variant=v,
+                                    throughput=20e6 * ref_factor * speed * phase * rng.lognormal(0, cv)))
+    return out
+
+
 RIG_COMMIT = "3" * 40       # of report_db
 
 

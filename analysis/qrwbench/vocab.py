@@ -258,7 +258,7 @@ class Workload:
     """One workload as the host sees it: a row of the module's workload table
     qrwb_workloads[] (bench/module: one file qrwb_<name>.c each) and what its
     records hold. Other modules ask the record (``workload(name).kernel_ref``),
-    never the name (tests/reliability/test_vocabulary.py)."""
+    never the name (tests/top/test_vocabulary.py)."""
     name: str               # what workload= takes: the row of the module's table
     measures: str           # one line: what it measures
     use: str                # matrix: a matrix's [[workload]], compared and reported;

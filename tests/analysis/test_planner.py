@@ -2,8 +2,8 @@
 are not yet precise enough, and stops every cell."""
 import numpy as np
 
+import synth
 from qrwbench.analysis import compare, effects, planner
-from test_stats import gen
 from qrwbench.cell import Cell
 
 TARGETS = {"in-boot": 2.0, "kernel": 5.0}
@@ -15,9 +15,9 @@ def _run_cell(samples, key):
 
 def test_a_noisy_cell_gets_more_boots_and_a_quiet_one_stops_at_its_target():
     rng = np.random.default_rng(1)
-    quiet = gen(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
+    quiet = synth.samples(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
                 run_prefix="q")
-    noisy = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
+    noisy = synth.samples(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
                 run_prefix="n")
     run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N")}
     plan = planner.Plan(TARGETS, max_boots=6, budget_s=1e9)
@@ -38,11 +38,11 @@ def test_a_wide_cell_gets_boots_by_its_width_and_the_budget_buys_the_most_precis
     rng = np.random.default_rng(3)
     w = []
     for k in range(8):
-        w += gen(rng, boots=2, reps=10, cv=0.06, variants=("full", "relaxed"), op=f"w{k}",
+        w += synth.samples(rng, boots=2, reps=10, cv=0.06, variants=("full", "relaxed"), op=f"w{k}",
                  run_prefix="w")
-    s_ = gen(rng, boots=2, reps=10, cv=0.045, variants=("full", "relaxed"), op="s",
+    s_ = synth.samples(rng, boots=2, reps=10, cv=0.045, variants=("full", "relaxed"), op="s",
              run_prefix="s")
-    k_ = gen(rng, boots=2, reps=10, cv=0.06, variants=("full", "relaxed"), op="k",
+    k_ = synth.samples(rng, boots=2, reps=10, cv=0.06, variants=("full", "relaxed"), op="k",
              run_prefix="k")
     run_cell = {**_run_cell(w, "W"), **_run_cell(s_, "S"), **_run_cell(k_, "K")}
     cset = compare.compare_cells(w + s_ + k_, n_resamples=50)
@@ -76,7 +76,7 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
 
     def boot(key):
         b = plan.state(key).boots
-        samples[key] += gen(rng, boots=1, reps=10, cv=cvs[key], variants=("full", "relaxed"),
+        samples[key] += synth.samples(rng, boots=1, reps=10, cv=cvs[key], variants=("full", "relaxed"),
                             op=key, run_prefix=f"{key}{b}")
         plan.state(key).boots += 1
 
@@ -126,11 +126,11 @@ def test_a_round_without_budget_names_what_stopped_each_cell():
     inconclusive), one at max_boots "max_boots", one at its target "target",
     and keeps a reason already given."""
     rng = np.random.default_rng(4)
-    quiet = gen(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
+    quiet = synth.samples(rng, boots=2, reps=10, cv=0.005, variants=("full", "relaxed"), op="quiet",
                 run_prefix="q")
-    noisy = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
+    noisy = synth.samples(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="noisy",
                 run_prefix="n")
-    full = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="full",
+    full = synth.samples(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="full",
                run_prefix="m")
     run_cell = {**_run_cell(quiet, "Q"), **_run_cell(noisy, "N"), **_run_cell(full, "M"),
                 "other": "F"}
@@ -154,7 +154,7 @@ def test_blind_and_identical_pairs_stop_after_round_0_and_free_the_budget():
     rng = np.random.default_rng(11)
     cells = {}
     for key in "BID":
-        cells[key] = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"),
+        cells[key] = synth.samples(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"),
                          op=f"op{key}", run_prefix=key.lower())
     samples = [s for v in cells.values() for s in v]
     run_cell = {r: k for k, v in cells.items() for r in _run_cell(v, k)}
@@ -193,7 +193,7 @@ def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled
     found in 14 of 17 rows. A calibration cell still missing its barrier
     gets boots whatever its labels; one whose barrier was found does not."""
     rng = np.random.default_rng(12)
-    c = gen(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="opC",
+    c = synth.samples(rng, boots=2, reps=10, cv=0.10, variants=("full", "relaxed"), op="opC",
             run_prefix="c")
     run_cell = _run_cell(c, "C")
     cset = compare.compare_cells(c, n_resamples=50, blind=lambda *a: True)

@@ -36,35 +36,10 @@ def _upper(n, p=ALPHA, level=0.001):
     return int(sps.binom.ppf(1 - level, n, p))
 
 
-def gen(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0.0,
-        variants=("full", "acquire", "release", "relaxed"), copy_factor=1.0, op="op0",
-        workload="atomics", impl="inline", params="{}", run_prefix="run", copies=(0, 1),
-        arch="x86_64", cpu="qemu64", placement="shared"):
-    """Samples with a known structure: throughput = 50e6 * factor[variant] *
-    boot speed (CV boot_cv) * block phase (CV block_cv, common to every entry of
-    the block) * window noise (CV cv). Copy 1 is multiplied by copy_factor."""
-    factors = factors or {}
-    out = []
-    for b in range(boots):
-        boot = rng.lognormal(0, boot_cv)
-        for rep in range(reps):
-            phase = rng.lognormal(0, block_cv)
-            for v in variants:
-                for c in copies:
-                    x = 50e6 * factors.get(v, 1.0) * boot * phase * rng.lognormal(0, cv)
-                    out.append({"arch": arch, "accel": "tcg", "cpu_model": cpu, "vcpus": 2,
-                                "workload": workload, "impl": impl, "op": op,
-                                "placement": placement, "params": params, "variant": v,
-                                "copy": c, "run_id": f"{run_prefix}-{b}", "rep": rep,
-                                "started_at": f"{b:04d}", "per_thread_ops": [1, 1],
-                                "throughput": x * (copy_factor if c else 1.0)})
-    return out
-
-
 @pytest.mark.parametrize("factor", [1.10, 0.90])
 def test_known_ten_percent_effect_is_detected(factor):
     rng = np.random.default_rng(11)
-    cset = compare.compare_cells(gen(rng, factors={"relaxed": factor}))
+    cset = compare.compare_cells(synth.samples(rng, factors={"relaxed": factor}))
     (c,) = [c for c in cset.comparisons if c.variant == "relaxed"]
     assert c.kind == (verdicts.FASTER if factor > 1 else verdicts.SLOWER)
     assert c.verdict.startswith(f"{c.kind} by {abs(factor - 1) * 100:.0f}") or \
@@ -138,7 +113,7 @@ def test_equivalent_for_no_effect_and_not_for_a_five_percent_effect():
     for seed in range(40):
         rng = np.random.default_rng(seed)
         for factor, kinds in ((1.0, kinds0), (0.95, kinds5)):
-            s = gen(rng, boots=2, reps=10, cv=0.02, variants=("full", "relaxed"),
+            s = synth.samples(rng, boots=2, reps=10, cv=0.02, variants=("full", "relaxed"),
                     factors={"relaxed": factor})
             (c,) = compare.compare_cells(s, n_resamples=400).comparisons
             kinds.append(c.kind)
@@ -151,7 +126,7 @@ def test_slow_phases_of_the_host_cancel_in_paired_blocks():
     effect is found with a CI of about +-1 %, where unpaired windows could
     not tell it."""
     rng = np.random.default_rng(3)
-    s = gen(rng, boots=2, reps=10, cv=0.01, block_cv=0.20, variants=("full", "relaxed"),
+    s = synth.samples(rng, boots=2, reps=10, cv=0.01, block_cv=0.20, variants=("full", "relaxed"),
             factors={"relaxed": 1.03})
     (c,) = compare.compare_cells(s).comparisons
     assert c.kind == verdicts.FASTER and c.effect.half_width_pct < 2.0, c.verdict
@@ -164,7 +139,7 @@ def test_identical_distributions_false_positive_rate_at_most_alpha():
     trials, fp = 200, 0
     rng = np.random.default_rng(2024)
     for i in range(trials):
-        s = gen(rng, reps=10, cv=0.05, variants=("full", "relaxed"))
+        s = synth.samples(rng, reps=10, cv=0.05, variants=("full", "relaxed"))
         cset = compare.compare_cells(s, n_resamples=300, seed=i)
         fp += sum(c.kind in (verdicts.FASTER, verdicts.SLOWER) for c in cset.comparisons)
     assert fp <= _upper(trials)
@@ -174,10 +149,10 @@ def test_holm_and_bh_adjust_per_family():
     rng = np.random.default_rng(5)
     s = []
     for k in range(6):
-        s += gen(rng, reps=10, cv=0.05, variants=("full", "relaxed"), op=f"op{k}")
-    s += gen(rng, reps=10, cv=0.02, factors={"relaxed": 1.10}, variants=("full", "relaxed"),
+        s += synth.samples(rng, reps=10, cv=0.05, variants=("full", "relaxed"), op=f"op{k}")
+    s += synth.samples(rng, reps=10, cv=0.02, factors={"relaxed": 1.10}, variants=("full", "relaxed"),
              op="real")
-    other = gen(rng, reps=10, cv=0.05, variants=("full", "relaxed"), arch="arm64")
+    other = synth.samples(rng, reps=10, cv=0.05, variants=("full", "relaxed"), arch="arm64")
     holm = compare.compare_cells(s + other, correction="holm", n_resamples=300)
     bh = compare.compare_cells(s + other, correction="bh", n_resamples=300)
     assert len(holm.comparisons) == 8
@@ -194,7 +169,7 @@ def test_holm_and_bh_adjust_per_family():
 
 def test_min_effect_turns_small_real_effects_into_equivalent_or_inconclusive():
     rng = np.random.default_rng(9)
-    s = gen(rng, reps=30, cv=0.01, factors={"relaxed": 1.03}, variants=("full", "relaxed"))
+    s = synth.samples(rng, reps=30, cv=0.01, factors={"relaxed": 1.03}, variants=("full", "relaxed"))
     (c,) = compare.compare_cells(s).comparisons
     assert c.kind == verdicts.FASTER
     (c,) = compare.compare_cells(s, min_effect=0.05).comparisons
@@ -203,7 +178,7 @@ def test_min_effect_turns_small_real_effects_into_equivalent_or_inconclusive():
 
 def test_missing_baseline_and_empty_selection_are_errors():
     rng = np.random.default_rng(1)
-    s = gen(rng, variants=("acquire", "relaxed"))
+    s = synth.samples(rng, variants=("acquire", "relaxed"))
     with pytest.raises(QrwbenchError, match="baseline variant 'full'.*acquire, relaxed"):
         compare.compare_cells(s)
     with pytest.raises(QrwbenchError, match="empty selection"):
@@ -239,13 +214,13 @@ def test_aa_identical_copies_stay_at_alpha_and_injected_cost_is_found():
     rng = np.random.default_rng(77)
     null = []
     for k in range(60):
-        null += gen(rng, reps=10, cv=0.05, op=f"op{k}")
+        null += synth.samples(rng, reps=10, cv=0.05, op=f"op{k}")
     aa = calibration.aa_control(null)
     assert aa.n_judged == 240
     assert aa.n_significant <= _upper(aa.n_judged)
     inj = []
     for k in range(2):
-        inj += gen(rng, reps=10, cv=0.02, copy_factor=0.95, op=f"op{k}",
+        inj += synth.samples(rng, reps=10, cv=0.02, copy_factor=0.95, op=f"op{k}",
                    params='{"aa_inject_mb":1}', placement="percpu")
     rep = calibration.aa_control(inj)
     kinds = {r.kind for r in rep.results}
@@ -259,28 +234,28 @@ def test_an_injected_barrier_on_a_shared_line_is_shown_but_not_counted():
     line ping-pong): such a cell neither counts as a miss nor as a hit; the
     per-CPU cells of the same run are counted."""
     rng = np.random.default_rng(79)
-    s = gen(rng, reps=10, cv=0.02, copy_factor=1.08, params='{"aa_inject_mb":1}',
+    s = synth.samples(rng, reps=10, cv=0.02, copy_factor=1.08, params='{"aa_inject_mb":1}',
             placement="shared")
-    s += gen(rng, reps=10, cv=0.02, copy_factor=0.95, params='{"aa_inject_mb":1}',
+    s += synth.samples(rng, reps=10, cv=0.02, copy_factor=0.95, params='{"aa_inject_mb":1}',
              placement="percpu")
     aa = calibration.aa_control(s)
     shared = [r for r in aa.results if r.cell.placement == "shared"]
     assert len(shared) == 4 and all(r.significant and r.effect.estimate > 0 for r in shared)
     assert calibration.barrier_hits(aa) == (4, 4)
     assert calibration.calibration_failed(aa) == []
-    one = calibration.aa_control(gen(rng, reps=10, cv=0.02, copy_factor=1.0,
+    one = calibration.aa_control(synth.samples(rng, reps=10, cv=0.02, copy_factor=1.0,
                                      params='{"aa_inject_mb":1,"threads":1}'))
     assert calibration.barrier_hits(one)[1] == 4          # one thread: its line is its own
 
 
 def test_calibration_fails_when_the_barrier_is_missed_or_aa_is_too_often_significant():
     rng = np.random.default_rng(78)
-    missed = calibration.aa_control(gen(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}', placement="percpu"))
+    missed = calibration.aa_control(synth.samples(rng, reps=10, cv=0.02, params='{"aa_inject_mb":1}', placement="percpu"))
     # no cost at all: found only where the test's 5 % error rate says "slower"
     assert re.search(r"detected in only [0-2] of 4", calibration.calibration_failed(missed)[0])
     biased = []
     for k in range(10):
-        biased += gen(rng, reps=10, cv=0.01, copy_factor=0.95, op=f"op{k}")
+        biased += synth.samples(rng, reps=10, cv=0.01, copy_factor=0.95, op=f"op{k}")
     bad = calibration.aa_control(biased)
     assert "A/A false positives 40 of 40" in calibration.calibration_failed(bad)[0]
 
@@ -292,10 +267,10 @@ def test_calibration_names_the_targets_that_missed_and_what_one_barrier_costs_th
     rng = np.random.default_rng(5)
     s = []
     for arch, inj, mb in (("x86_64", 0.95, 0.5), ("arm64", 1.0, 1.0)):
-        s += gen(rng, reps=10, cv=0.01, copy_factor=inj, arch=arch, params='{"aa_inject_mb":1}', placement="percpu")
-        s += gen(rng, reps=10, cv=0.01, op="smp_mb", arch=arch, variants=("full",),
+        s += synth.samples(rng, reps=10, cv=0.01, copy_factor=inj, arch=arch, params='{"aa_inject_mb":1}', placement="percpu")
+        s += synth.samples(rng, reps=10, cv=0.01, op="smp_mb", arch=arch, variants=("full",),
                  factors={"full": mb}, copies=(0,))
-        s += gen(rng, reps=10, cv=0.01, op="empty", arch=arch, variants=("relaxed",), copies=(0,))
+        s += synth.samples(rng, reps=10, cv=0.01, op="empty", arch=arch, variants=("relaxed",), copies=(0,))
     aa = calibration.aa_control(s)
     assert aa.barrier_ns["x86_64/tcg/qemu64 2v"] == pytest.approx(40, rel=0.05)
     assert abs(aa.barrier_ns["arm64/tcg/qemu64 2v"]) < 2
@@ -309,7 +284,7 @@ def test_boot_level_aa_uses_the_normalized_kernel_values():
     """Boots of one kernel differing by 10 % in speed: normalized by the
     module copy in the same boot, the two halves agree."""
     rng = np.random.default_rng(4)
-    s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.10)
+    s = synth.kernel_boots(rng, "acqrel", 6, boot_cv=0.10)
     aa = calibration.aa_control(s)
     (b,) = [r for r in aa.results if r.kind == "boot"]
     assert b.test.judged and not b.significant and (b.test.n_a, b.test.n_b) == (3, 3)
@@ -378,45 +353,22 @@ def test_two_steps_and_no_step():
         assert changepoints.change_points(_history([100] * 10, seed=seed)) == []
 
 
-def _kernel_boots(rng, variant, n_boots, *, factor=1.0, boot_cv=0.10, cv=0.01, reps=10,
-                  with_reference=True, ref_factor=1.0):
-    """``n_boots`` rwlock boots of one kernel variant: the kernel's rwlock
-    (impl kernel, speed ``factor``) and the module's acqrel copy (impl
-    module), sharing each boot's speed (CV ``boot_cv``) and each block's."""
-    out = []
-    for b in range(n_boots):
-        speed = rng.lognormal(0.0, boot_cv)
-        for rep in range(reps):
-            phase = rng.lognormal(0, 0.05)
-            base = {"arch": "x86_64", "accel": "tcg", "cpu_model": "qemu64", "vcpus": 2,
-                    "workload": "rwlock", "op": "rwlock", "placement": "shared",
-                    "params": "{}", "copy": 0, "run_id": f"{variant}-{b}", "rep": rep,
-                    "started_at": f"{variant}-{b:03d}", "per_thread_ops": [1, 1]}
-            out.append(dict(base, impl="kernel", variant=variant,
-                            throughput=20e6 * factor * speed * phase * rng.lognormal(0, cv)))
-            if with_reference:
-                for v in ("acqrel", "full"):
-                    out.append(dict(base, impl="module", variant=v,
-                                    throughput=20e6 * ref_factor * speed * phase * rng.lognormal(0, cv)))
-    return out
-
-
 def test_kernel_builds_are_compared_through_the_in_boot_reference():
     """Identical kernels, boots differing by 10 %: the normalized per-boot
     values agree (equivalent); a real 5 % difference is found from 4 boots a
     side; raw per-boot throughputs could tell neither."""
     rng = np.random.default_rng(5)
-    s = _kernel_boots(rng, "acqrel", 4) + _kernel_boots(rng, "full", 4)
+    s = synth.kernel_boots(rng, "acqrel", 4) + synth.kernel_boots(rng, "full", 4)
     (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
     assert c.level == "kernel" and c.test.unit == "boot" and (c.test.n_a, c.test.n_b) == (4, 4)
     assert c.kind == verdicts.EQUIVALENT, c.verdict
     assert c.effect.method == "boots (normalized)"
-    s = _kernel_boots(rng, "acqrel", 4) + _kernel_boots(rng, "full", 4, factor=0.95)
+    s = synth.kernel_boots(rng, "acqrel", 4) + synth.kernel_boots(rng, "full", 4, factor=0.95)
     (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
     assert c.kind == verdicts.SLOWER, c.verdict
     # without the module's copy in the boots: raw boot values, and no answer
-    s = _kernel_boots(rng, "acqrel", 4, with_reference=False) + \
-        _kernel_boots(rng, "full", 4, factor=0.95, with_reference=False)
+    s = synth.kernel_boots(rng, "acqrel", 4, with_reference=False) + \
+        synth.kernel_boots(rng, "full", 4, factor=0.95, with_reference=False)
     (c,) = compare.compare_cells(s).comparisons
     assert "not normalized" in c.effect.method and c.kind == verdicts.INCONCLUSIVE, c.verdict
 
@@ -427,12 +379,12 @@ def test_a_kernel_that_recompiles_the_reference_is_compared_unnormalized():
     20 % slower kernel equivalent (shown with a variant that does not
     recompile the module, 'full'); for allfull the raw boot values are used."""
     rng = np.random.default_rng(7)
-    hazard = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
-        _kernel_boots(rng, "full", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
+    hazard = synth.kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
+        synth.kernel_boots(rng, "full", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
     (c,) = [c for c in compare.compare_cells(hazard).comparisons if c.cell.impl == "kernel"]
     assert c.kind == verdicts.EQUIVALENT and c.effect.method == "boots (normalized)", c.verdict
-    s = _kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
-        _kernel_boots(rng, "allfull", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
+    s = synth.kernel_boots(rng, "acqrel", 6, boot_cv=0.01) + \
+        synth.kernel_boots(rng, "allfull", 6, factor=0.8, ref_factor=0.8, boot_cv=0.01)
     (c,) = [c for c in compare.compare_cells(s, baselines={"rwlock": "acqrel"}).comparisons
             if c.cell.impl == "kernel"]
     assert "recompiles the reference copy" in c.effect.method
@@ -441,7 +393,7 @@ def test_a_kernel_that_recompiles_the_reference_is_compared_unnormalized():
 
 def test_one_boot_a_side_cannot_judge_kernel_builds():
     rng = np.random.default_rng(6)
-    s = _kernel_boots(rng, "acqrel", 1) + _kernel_boots(rng, "full", 1, factor=0.5)
+    s = synth.kernel_boots(rng, "acqrel", 1) + synth.kernel_boots(rng, "full", 1, factor=0.5)
     (c,) = [c for c in compare.compare_cells(s).comparisons if c.cell.impl == "kernel"]
     assert not c.test.judged and "too few boots (1 vs 1; need 2 a side)" in c.verdict
     assert c.verdict.startswith("inconclusive")
@@ -449,7 +401,7 @@ def test_one_boot_a_side_cannot_judge_kernel_builds():
 
 def test_summary_line_counts_every_kind():
     rng = np.random.default_rng(7)
-    s = gen(rng, factors={"relaxed": 0.9, "acquire": 1.1})
+    s = synth.samples(rng, factors={"relaxed": 0.9, "acquire": 1.1})
     cset = compare.compare_cells(s)
     line = cset.summary_line()
     assert line.startswith("comparisons: 3 judged of 3 distinguishable (slower 1, faster 1, "

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import synth
 from qrwbench.analysis import compare, effects, perboot, verdicts
 from qrwbench.report import regress
 from qrwbench.run import ktree
-from test_stats import _kernel_boots
 
 PACKAGE = Path(__file__).resolve().parents[2] / "analysis" / "qrwbench"
 WORDS = {verdicts.SLOWER, verdicts.FASTER, verdicts.EQUIVALENT, verdicts.INCONCLUSIVE,
@@ -31,12 +31,6 @@ def test_the_verdict_words_are_written_only_in_the_vocabulary_module():
                     and node.value.strip().lower() in WORDS):
                 hits.append(f"{p.relative_to(PACKAGE)}:{node.lineno}: {node.value!r}")
     assert hits == []
-
-
-def test_the_same_outcomes_named_as_a_change():
-    assert set(verdicts.AS_CHANGE) == set(verdicts.KINDS)
-    assert set(verdicts.AS_CHANGE.values()) == {verdicts.REGRESSION, verdicts.IMPROVEMENT,
-                                                verdicts.NO_CHANGE, verdicts.NOT_JUDGED}
 
 
 def _effect(low_pct, high_pct, p=0.5):
@@ -82,8 +76,8 @@ def test_compare_cells_and_compare_commits_agree_on_kernel_builds():
     builds, margin 10 %) and by make regress (threshold 10 %): the same
     per-boot values, effect and equivalence words."""
     rng = np.random.default_rng(21)
-    base = _kernel_boots(rng, "acqrel", 5, boot_cv=0.02)
-    target = _kernel_boots(rng, "full", 5, boot_cv=0.02)
+    base = synth.kernel_boots(rng, "acqrel", 5, boot_cv=0.02)
+    target = synth.kernel_boots(rng, "full", 5, boot_cv=0.02)
     (c,) = [c for c in compare.compare_cells(base + target).comparisons
             if c.cell.impl == "kernel"]
     relabelled = [dict(s, variant="acqrel") if s["impl"] == "kernel" else s for s in target]
@@ -98,7 +92,7 @@ def test_ratio_samples_are_the_one_per_boot_normalisation():
     """bisect's and bench-series' kernel/module ratio of a boot is the boot's
     normalized value (perboot.boot_ratio), stored x RATIO_SCALE."""
     rng = np.random.default_rng(3)
-    s = _kernel_boots(rng, "acqrel", 4, reps=12) + _kernel_boots(rng, "full", 2, reps=7)
+    s = synth.kernel_boots(rng, "acqrel", 4, reps=12) + synth.kernel_boots(rng, "full", 2, reps=7)
     reps = perboot.group_reps(s, copy=0)
     want = {}
     for cell, variants in reps.items():
@@ -111,5 +105,11 @@ def test_ratio_samples_are_the_one_per_boot_normalisation():
     assert {x["run_id"]: x["throughput"] for x in got} == pytest.approx(want, rel=1e-12)
     assert {(x["impl"], x["variant"], x["rep"]) for x in got} == {
         (ktree.RATIO_IMPL, ktree.KERNEL_VARIANT, 0)}
+    # a known ratio: every block of the kernel 0.8 x the module's, whatever
+    # the boot's speed, stores 0.8 (x RATIO_SCALE) per boot
+    known = synth.kernel_boots(rng, "full", 3, factor=0.8, boot_cv=0.3, cv=0.0)
+    got = ktree.ratio_samples(known)
+    assert len(got) == 3 and all(x["throughput"] == pytest.approx(0.8 * ktree.RATIO_SCALE)
+                                 for x in got)
     # a boot without the module's copy has no ratio
-    assert ktree.ratio_samples(_kernel_boots(rng, "acqrel", 2, with_reference=False)) == []
+    assert ktree.ratio_samples(synth.kernel_boots(rng, "acqrel", 2, with_reference=False)) == []

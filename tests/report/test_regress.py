@@ -24,7 +24,8 @@ def repo(tmp_path):
 def _fill(tmp_path, shas, levels, *, cv=0.02, reps=8, skip=(), boots=5, boot_cv=0.01):
     """``boots`` atomics runs per commit; ``levels[i]`` scales every variant at
     commit i, and each boot's speed is drawn with CV ``boot_cv`` (regress
-    compares boots: one median per boot)."""
+    compares boots: one value per boot, the trimmed mean of its blocks' log
+    throughputs, perboot.boot_values; atomics have no in-boot reference)."""
     db = str(tmp_path / "db.sqlite")
     rng = np.random.default_rng(11)
     for i, (sha, lvl) in enumerate(zip(shas, levels)):

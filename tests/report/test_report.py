@@ -65,8 +65,10 @@ def built_report(results_db, tmp_path_factory):
 
 
 def test_report_writes_index_html(built_report):
-    out, paths, *_ = built_report
-    assert paths["html"] == str(out / "index.html")
+    out, paths, raw, _, md = built_report
+    files = [p for v in paths.values() for p in (v if isinstance(v, list) else [v])]
+    assert paths["plots"] and all(Path(p).is_file() for p in files)
+    assert raw.startswith("<!DOCTYPE html>") and md.strip()
 
 
 def test_every_plot_is_a_png_with_its_svg_linked(built_report):

@@ -38,6 +38,17 @@ class AAResult:
     significant: bool = False
     effect: effects.Effect | None = None
 
+    @property
+    def counted(self) -> bool:
+        """An injected barrier that can only add cost (:func:`calibrates`): its
+        comparison counts for the calibration (the others are shown only)."""
+        return self.kind == "inject" and calibrates(self.cell)
+
+    @property
+    def detected(self) -> bool:
+        """A counted injected barrier found slower (significant implies judged)."""
+        return self.counted and self.significant and self.effect.estimate < 0
+
 
 @dataclass
 class AAReport:
@@ -132,9 +143,9 @@ def barrier_hits(aa: AAReport, target: str | None = None) -> tuple[int, int]:
     """(detected, measured) injected-barrier comparisons where the barrier
     can only add cost (:func:`calibrates`; of one target ``arch/accel/cpu
     Nv`` if given): detected = slower."""
-    inj = [r for r in aa.results if r.kind == "inject" and r.test.judged
-           and calibrates(r.cell) and (target is None or _target(r.cell) == target)]
-    return sum(1 for r in inj if r.significant and r.effect.estimate < 0), len(inj)
+    inj = [r for r in aa.results if r.counted and r.test.judged
+           and (target is None or _target(r.cell) == target)]
+    return sum(r.detected for r in inj), len(inj)
 
 
 # The workloads whose ops are the rows of qrwb_ops.def (smp_mb and empty among them).
@@ -176,8 +187,7 @@ def calibration_failed(aa: AAReport) -> list[str]:
     hit, n = barrier_hits(aa)
     if n and hit < 0.95 * n:
         per = []
-        for t in sorted({_target(r.cell) for r in aa.results
-                         if r.kind == "inject" and calibrates(r.cell)}):
+        for t in sorted({_target(r.cell) for r in aa.results if r.counted}):
             h, m = barrier_hits(aa, t)
             cost = aa.barrier_ns.get(t)
             per.append(f"{t} {h} of {m}" + (f", one smp_mb() {cost:.1f} ns" if cost is not None else ""))

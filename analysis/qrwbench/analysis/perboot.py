@@ -4,7 +4,8 @@ Two kernels never share a boot, so comparisons across boots (kernel builds in
 `make bench`; commits in `make regress`, `make bench-series` and `make
 bisect`) take one value per boot. Where the boot measured the module's own
 ``acqrel`` qrwlock copy next to the kernel's rwlock (the *in-boot
-reference*, :data:`REFERENCE`: identical code in every kernel), a boot's
+reference*: the workload record's ``kernel_ref`` impl in its ``baseline``
+variant, identical code in every kernel), a boot's
 value is the location of its block log ratios kernel / reference
 (:func:`boot_ratio`), which cancels the speed of the boot and of the host;
 else the location of its blocks' log throughputs (not normalized). This is
@@ -17,10 +18,9 @@ from collections import defaultdict
 
 import numpy as np
 
+from .. import vocab
 from ..cell import Cell
 from . import effects
-
-REFERENCE = ("module", "acqrel")      # the in-boot reference of the kernel's rwlock
 
 
 def group_reps(samples, *, copy: int | None = 0) -> dict:
@@ -34,11 +34,16 @@ def group_reps(samples, *, copy: int | None = 0) -> dict:
 
 
 def reference_runs(reps: dict, cell: Cell) -> dict | None:
-    """The in-boot reference of a kernel-rwlock cell in ``group_reps`` output:
-    the module's acqrel copy of the same cell ({run: {rep: throughput}})."""
+    """The in-boot reference of a kernel cell in ``group_reps`` output: the
+    same cell's runs of its workload's ``kernel_ref`` impl in the workload's
+    ``baseline`` variant (rwlock: the module's acqrel copy; {run: {rep:
+    throughput}}); None for any other cell, or a workload without one."""
     if cell.impl != "kernel":
         return None
-    return reps.get(cell.replace(impl=REFERENCE[0]), {}).get(REFERENCE[1])
+    wl = vocab.workload(cell.workload)
+    if not wl.kernel_ref:
+        return None
+    return reps.get(cell.replace(impl=wl.kernel_ref), {}).get(wl.baseline)
 
 
 def boot_ratio(reps: dict, ref_reps: dict) -> float | None:

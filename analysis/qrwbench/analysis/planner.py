@@ -95,8 +95,7 @@ def missed_barrier_targets(aa: calibration.AAReport) -> set:
     """(arch, accel, cpu, vCPUs) of the targets where an injected barrier
     that can only add cost (calibration.calibrates) was not yet found slower."""
     return {(r.cell.arch, r.cell.accel, r.cell.cpu, r.cell.vcpus) for r in aa.results
-            if r.kind == "inject" and calibration.calibrates(r.cell)
-            and not (r.test.judged and r.significant and r.effect.estimate < 0)}
+            if r.counted and not r.detected}
 
 
 def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,

@@ -11,10 +11,10 @@ Every comparison the rig judges ends in one of four outcomes:
 `make bench` and the report name them so (:func:`effect_verdict`). `make
 regress`, `make bench-series` and `make bisect` judge a commit's change
 against a threshold and name the same four outcomes as a commit's change
-(:data:`AS_CHANGE`: regression, improvement, no change, could not judge;
-:func:`commit_change`). The window-level verdict of a Mann-Whitney test
-(:func:`window_verdict`: the guest A/A test) has no margin: its third
-outcome is ``no significant difference``.
+(regression, improvement, no change, could not judge: :func:`commit_change`).
+The window-level verdict of a Mann-Whitney test (:func:`window_verdict`: the
+guest A/A test) has no margin: its third outcome is ``no significant
+difference``.
 
 A verdict takes a p-value adjusted over its family (:func:`adjust`: Holm or
 Benjamini-Hochberg, statsmodels). These words are defined here and nowhere
@@ -38,8 +38,6 @@ KINDS = (*JUDGED, INCONCLUSIVE)
 # The same outcomes as a commit's change (regress, bench-series, bisect).
 REGRESSION, IMPROVEMENT, NO_CHANGE, NOT_JUDGED = (
     "regression", "improvement", "no change", "could not judge")
-AS_CHANGE = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, EQUIVALENT: NO_CHANGE,
-             INCONCLUSIVE: NOT_JUDGED}
 
 # A window-level test without an equivalence margin (window_verdict).
 NO_DIFF = "no significant difference"

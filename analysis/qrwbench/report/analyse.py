@@ -112,19 +112,31 @@ def mark_ended_by(cset, runs: list[dict], ended: dict) -> None:
         c.ended_by = planner.comparison_ended_by(c, matrix.DEFAULT_TARGET_PCT, run_cell, ended)
 
 
+def judge(samples, runs: list[dict], audit, ended: dict, *, alpha=ALPHA,
+          **opts) -> tuple[compare.ComparisonSet, calibration.AAReport]:
+    """(comparisons, A/A control) of ``samples``: the comparisons labeled
+    with ``audit`` (:func:`codeid.find_audit`'s, or None) and marked with
+    their stopping reasons from the stored plan ``ended``
+    (:func:`mark_ended_by`; ``runs`` the selection's). ``opts``: the other
+    arguments of :func:`compare.compare_cells` (baselines, correction,
+    min_effect, n_resamples). The report and ``compare`` both judge so."""
+    cset = compare.compare_cells(samples, alpha=alpha,
+                                 identical=audit.is_identical if audit else None,
+                                 blind=audit.is_blind if audit else None, **opts)
+    aa = calibration.aa_control(samples, alpha=alpha)
+    mark_ended_by(cset, runs, ended)
+    return cset, aa
+
+
 def analyse(conn, *, commit="latest", audit=None, baselines=None, alpha=ALPHA,
             correction="holm", min_effect=0.0, repo=".",
             n_resamples=windows.N_RESAMPLES) -> Analysis:
     """The selection of ``commit`` analysed (arguments: :func:`compare.compare_cells`;
     ``audit``: :func:`codeid.find_audit`'s, or None)."""
     sel = select(conn, commit, repo)
-    identical = audit.is_identical if audit else None
-    cset = compare.compare_cells(sel.samples, baselines=baselines, alpha=alpha,
-                                 correction=correction, min_effect=min_effect,
-                                 n_resamples=n_resamples, identical=identical,
-                                 blind=audit.is_blind if audit else None)
-    aa = calibration.aa_control(sel.samples, alpha=alpha)
-    mark_ended_by(cset, sel.runs, store.load_plan(conn, sel.rig_commit))
+    cset, aa = judge(sel.samples, sel.runs, audit, store.load_plan(conn, sel.rig_commit),
+                     baselines=baselines, alpha=alpha, correction=correction,
+                     min_effect=min_effect, n_resamples=n_resamples)
     hist = history.histories(store.load_samples(conn), key="rig", repo=repo,
                              n_resamples=min(n_resamples, 1000))
     ok_ids = sorted({s["run_id"] for s in sel.samples})

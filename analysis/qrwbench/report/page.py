@@ -33,6 +33,8 @@ class _Content:
     method: str
     comp: tables.Table              # the long comparison table
     agree: tables.Table             # kernel builds vs in-module copies
+    aa_line: str                    # sections.aa_summary: the A/A control in a sentence
+    canaries: str                   # sections.canary_md: the weak-memory canaries
     aa: tables.Table
     noise: tables.Table
     overhead: tables.Table
@@ -96,6 +98,7 @@ def _content(a: Analysis, figs: dict, change_lines: list[str]) -> _Content:
         tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
                       "in-module change", "in-module verdict", "agree"], a.agreement,
                      "rwlock: kernel builds vs in-module copies"),
+        aa_line=sections.aa_summary(a.aa), canaries=sections.canary_md(a.canaries),
         aa=sections.aa_table(a.aa), noise=sections.noise_table(a.noise),
         overhead=sections.overhead_table(sel.samples),
         op_cost=sections.op_cost_table(sel.samples), sweep=sections.sweep_table(sel.samples),
@@ -124,7 +127,7 @@ def _html(c: _Content) -> str:
              filtertable.html_table(c.comp, a.audit)]
     if a.agreement:
         body.append(c.agree.html())
-    body += [f"<p>{e(sections.aa_summary(a.aa))}</p>"]
+    body += [f"<p>{e(c.aa_line)}</p>"]
     for title, names in c.figs.items():
         if names:
             body.append(f"<h2>{e(title)}</h2>")
@@ -133,7 +136,7 @@ def _html(c: _Content) -> str:
     if c.change_lines:
         body += ["<h2>Change points</h2><ul>"] + [f"<li>{e(l)}</li>" for l in c.change_lines] \
             + ["</ul>"]
-    body += ["<h2>Weak-memory canaries</h2>", f"<pre>{e(sections.canary_md(a.canaries))}</pre>"]
+    body += ["<h2>Weak-memory canaries</h2>", f"<pre>{e(c.canaries)}</pre>"]
     if a.nested is not None:
         body += [f"<p>{e(nested.NOTE)}</p>", a.nested.html()]
     parts = [c.aa, c.noise, c.overhead, c.op_cost, c.sweep, c.rw, c.fair, c.perf, c.pmu,
@@ -155,14 +158,14 @@ def _markdown(c: _Content) -> str:
           "", "## Comparisons", "", c.method, "", c.comp.markdown(), ""]
     if a.agreement:
         md += [c.agree.markdown(), ""]
-    md += [sections.aa_summary(a.aa), ""]
+    md += [c.aa_line, ""]
     if c.change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in c.change_lines] + [""]
     md += [c.noise.markdown(), ""]
     for t in (c.overhead, c.op_cost, c.sweep, c.perf, c.pmu):
         if t.rows:
             md += [t.markdown(), ""]
-    md += [sections.canary_md(a.canaries), ""]
+    md += [c.canaries, ""]
     if a.nested is not None:
         md += [nested.NOTE, "", a.nested.markdown(), ""]
     md += [c.provenance.markdown(), ""]

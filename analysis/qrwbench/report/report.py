@@ -25,7 +25,7 @@ from ..results import store
 from ..analysis import calibration, codeid, compare, windows
 from ..defaults import ALPHA
 from . import browser, console, page, sections
-from .analyse import analyse, caveats, mark_ended_by
+from .analyse import analyse, caveats, judge
 from .selection import Selection, select
 
 
@@ -108,13 +108,8 @@ def compare_set(db=None, *, commit="latest", baselines=None, alpha=ALPHA,
     if not samples:
         f = ", ".join(f"{k}={v}" for k, v in filters.items() if v is not None)
         raise QrwbenchError(f"empty selection: no samples for {sel.label} with {f}")
-    cset = compare.compare_cells(samples, baselines=baselines, alpha=alpha,
-                                 correction=correction, min_effect=min_effect,
-                                 n_resamples=n_resamples,
-                                 identical=audit.is_identical if audit else None,
-                                 blind=audit.is_blind if audit else None)
-    aa = calibration.aa_control(samples, alpha=alpha)
-    mark_ended_by(cset, sel.runs, ended)
+    cset, aa = judge(samples, sel.runs, audit, ended, baselines=baselines, alpha=alpha,
+                     correction=correction, min_effect=min_effect, n_resamples=n_resamples)
     return Compared(Selection(sel.label, sel.rig_commit, samples, sel.runs), cset, aa, audit)
 
 

@@ -25,12 +25,12 @@ def aa_table(aa: calibration.AAReport) -> tables.Table:
     kernel's boots) and the injected barrier, with its result."""
     rows = []
     for r in aa.results:
-        t, e = r.test, r.effect
-        if r.kind == "inject" and not calibration.calibrates(r.cell):
+        t = r.test
+        if r.counted:
+            result = "detected" if r.detected else "MISSED"
+        elif r.kind == "inject":
             result = ("differs (shared line: not counted)" if r.significant
                       else "no difference (shared line: not counted)")
-        elif r.kind == "inject":
-            result = ("detected" if r.significant and e.estimate < 0 else "MISSED")
         else:
             result = "FALSE POSITIVE" if r.significant else "ok"
         rows.append([r.kind, r.cell.label(), r.variant, r.what,

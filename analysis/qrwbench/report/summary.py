@@ -48,7 +48,8 @@ class Target:
     sentence: str
     in_boot: list = field(default_factory=list)   # (workload, Grid): orderings in one boot
     kernel: list = field(default_factory=list)    # (workload, Grid): kernel builds
-    shows: int = 0       # comparisons that can show a CPU difference (not blind/identical)
+    folded: bool = False  # no comparison can show a CPU difference (every one settled:
+                          # identical code or emulator-blind)
 
 
 def target_key(cell) -> str:
@@ -133,29 +134,25 @@ def sentence(comps, audit, canaries) -> str:
     return s + "."
 
 
-def can_show(c, audit) -> bool:
-    """Whether a comparison can show a difference of the CPU: neither
-    identical code nor emulator-blind (unknown counts: nothing says it cannot)."""
-    return labels.label(c, audit) not in (labels.IDENTICAL, labels.BLIND)
-
-
 def targets(cset, audit, canaries=None) -> list[Target]:
     """One :class:`Target` per target of ``cset``'s comparisons: first those
-    where some comparison can show a CPU difference (:func:`can_show`), then
-    those where none can, each group in arch / CPU / accel / vCPU order."""
+    where some comparison can show a CPU difference (one not
+    ``Comparison.settled``; unknown labels count: nothing says it cannot),
+    then those where none can (folded), each group in arch / CPU / accel /
+    vCPU order."""
     by = defaultdict(list)
     for c in cset.comparisons:
         by[target_key(c.cell)].append(c)
     out = []
-    shows = {k: sum(can_show(c, audit) for c in comps) for k, comps in by.items()}
-    for key in sorted(by, key=lambda k: (shows[k] == 0, by[k][0].cell.arch, by[k][0].cell.cpu,
+    folded = {k: all(c.settled for c in comps) for k, comps in by.items()}
+    for key in sorted(by, key=lambda k: (folded[k], by[k][0].cell.arch, by[k][0].cell.cpu,
                                          by[k][0].cell.accel, by[k][0].cell.vcpus,
                                          by[k][0].cell.host)):
         comps = by[key]
         cell = comps[0].cell
         name = (f"{cell.arch} / {cell.cpu} / {cell.accel} / {cell.vcpus} vCPU"
                 f"{'s' if cell.vcpus != 1 else ''}" + (f" @{cell.host}" if cell.host else ""))
-        t = Target(name, key, sentence(comps, audit, canaries), shows=shows[key])
+        t = Target(name, key, sentence(comps, audit, canaries), folded=folded[key])
         for level, grids, row_of in (("in-boot", t.in_boot, _op_row),
                                      ("kernel", t.kernel, _kernel_row)):
             per = defaultdict(list)
@@ -234,24 +231,36 @@ def html_section(ts: list[Target]) -> str:
     """The first screen: the legend, then per target its sentence and tables;
     the targets where nothing can show a CPU difference folded at the end."""
     e = html.escape
+    shown, folded = _partition(ts)
     out = ['<section id="answer"><h2>What each ordering costs, per target</h2>', LEGEND]
-    folded = [t for t in ts if not t.shows]
-    for t in ts:
-        if folded and t is folded[0]:
-            out.append(f"<details><summary>{e(blind_head(len(folded)))}: "
-                       f"{e(', '.join(x.name for x in folded))}</summary>")
-        out.append(f'<div class="target" data-target="{e(t.key)}"><h3>{e(t.name)}</h3>'
-                   f"<p>{e(t.sentence)}</p>")
-        out += [_grid_html(g, _heads("in-boot", w)) for w, g in t.in_boot]
-        if t.kernel:
-            out.append('<p class="kernel">Kernel builds (each variant\'s kernel against the '
-                       "baseline's, boots compared):</p>")
-            out += [_grid_html(g, _heads("kernel", w)) for w, g in t.kernel]
-        out.append("</div>")
+    for t in shown:
+        out += _target_html(t)
     if folded:
+        out.append(f"<details><summary>{e(blind_head(len(folded)))}: "
+                   f"{e(', '.join(x.name for x in folded))}</summary>")
+        for t in folded:
+            out += _target_html(t)
         out.append("</details>")
     out.append("</section>")
     return "\n".join(out)
+
+
+def _partition(ts: list[Target]) -> tuple[list[Target], list[Target]]:
+    """(targets shown, targets folded), each in the order of ``ts``."""
+    return [t for t in ts if not t.folded], [t for t in ts if t.folded]
+
+
+def _target_html(t: Target) -> list[str]:
+    e = html.escape
+    out = [f'<div class="target" data-target="{e(t.key)}"><h3>{e(t.name)}</h3>'
+           f"<p>{e(t.sentence)}</p>"]
+    out += [_grid_html(g, _heads("in-boot", w)) for w, g in t.in_boot]
+    if t.kernel:
+        out.append('<p class="kernel">Kernel builds (each variant\'s kernel against the '
+                   "baseline's, boots compared):</p>")
+        out += [_grid_html(g, _heads("kernel", w)) for w, g in t.kernel]
+    out.append("</div>")
+    return out
 
 
 def _md_cell(x: Entry | None) -> str:
@@ -264,14 +273,21 @@ def markdown(ts: list[Target]) -> str:
     out = ["## What each ordering costs, per target", "",
            "Change of throughput against the row's baseline, 95 % CI (+ faster), the "
            "verdict and, where an audit says, the label.", ""]
-    folded = [t for t in ts if not t.shows]
-    for t in ts:
-        if folded and t is folded[0]:
-            out += [f"### {blind_head(len(folded))}", ""]
-        out += [f"### {t.name}", "", t.sentence, ""]
-        for level, grids in (("in-boot", t.in_boot), ("kernel", t.kernel)):
-            for w, g in grids:
-                rows = [[r] + [_md_cell(g.cells[r].get(v)) for v in g.columns] for r in g.rows]
-                tab = tables.Table([_heads(level, w)] + g.columns, rows, "")
-                out += ([f"Parameters: {g.fixed}", ""] if g.fixed else []) + [tab.markdown(), ""]
+    shown, folded = _partition(ts)
+    for t in shown:
+        out += _target_md(t)
+    if folded:
+        out += [f"### {blind_head(len(folded))}", ""]
+        for t in folded:
+            out += _target_md(t)
     return "\n".join(out)
+
+
+def _target_md(t: Target) -> list[str]:
+    out = [f"### {t.name}", "", t.sentence, ""]
+    for level, grids in (("in-boot", t.in_boot), ("kernel", t.kernel)):
+        for w, g in grids:
+            rows = [[r] + [_md_cell(g.cells[r].get(v)) for v in g.columns] for r in g.rows]
+            tab = tables.Table([_heads(level, w)] + g.columns, rows, "")
+            out += ([f"Parameters: {g.fixed}", ""] if g.fixed else []) + [tab.markdown(), ""]
+    return out
