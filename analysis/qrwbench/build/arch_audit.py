@@ -106,13 +106,6 @@ def ordering_token(karch: str, text: str) -> str | None:
     raise ValueError(f"no ordering classifier for ARCH={karch}")
 
 
-class ObjectDisasm(disasm.Disasm):
-    """disasm.Disasm of an object, every section, relocations kept apart and
-    written "[reloc <target>]" (objdump's own "<sym+off>" is a branch's)."""
-    reloc_lines = True
-    reloc_suffix = "  [reloc {}]"
-
-
 def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
     """(section, offset) of every isync a powerpc object lists in
     ``__lwsync_fixup`` (entries ``.long 97b - .``: relocations against the
@@ -128,7 +121,7 @@ def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
 _RELOC_SYM = re.compile(r"\[reloc ([A-Za-z_][\w.]*?)(?:[+-]0x[0-9a-f]+)?\]$")
 
 
-def _record(dis: ObjectDisasm, fn: str, karch: str, patched: set) -> dict:
+def _record(dis: disasm.Disasm, fn: str, karch: str, patched: set) -> dict:
     sec, _start, _size = dis.funcs[fn]
     ins = dis.func(fn)
     order, calls = [], []
@@ -148,7 +141,7 @@ def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
     """{view: {function: {"order": [...], "hash": ...}}} of one object: the
     view is the arch, or on arm64 "arm64/lse" and "arm64/llsc"."""
     karch = vocab.build_arches()[arch].karch
-    dis = ObjectDisasm(path, arch, sections=None)
+    dis = disasm.Disasm(path, arch, sections=None)     # every section
     if karch == "arm64":
         alts = {sec: elfmini.arm64_altinstructions(dis.elf, sec)
                 for sec in {sec for sec, _a, _s in dis.funcs.values()}}

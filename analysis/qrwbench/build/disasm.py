@@ -55,29 +55,51 @@ def objdump_for(arch: str) -> str:
     return a.objdump
 
 
+_LABEL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
+RELOC = "  [reloc {}]"      # how a relocation's target follows its instruction
+
+
+def objdump_insns(out: str) -> list[tuple[str, str | None, int, str]]:
+    """(section, function label, address, text) of every instruction of
+    ``objdump -d -r`` output. A relocation ("<offset>: R_<type> <target>",
+    printed after the instruction it patches; at that instruction's address
+    on arm64, inside it on x86_64) is no instruction: its target is appended
+    to the instruction, written "[reloc <target>]" (objdump's own
+    "<sym+off>" is a branch target's)."""
+    rows: list[tuple[str, str | None, int, str]] = []
+    sec = fn = None
+    for line in out.splitlines():
+        if line.startswith("Disassembly of section "):
+            sec, fn = line[len("Disassembly of section "):].rstrip(":"), None
+            continue
+        m = _LABEL.match(line)
+        if m:
+            fn = m.group(1)
+            continue
+        m = _LINE.match(line)
+        if m is None or sec is None:
+            continue
+        text = m.group(2).strip()
+        if text.startswith("R_"):
+            if rows and rows[-1][0] == sec:
+                s, f, a, t = rows[-1]
+                rows[-1] = (s, f, a, t + RELOC.format(text.split()[-1]))
+            continue
+        rows.append((sec, fn, int(m.group(1), 16), text))
+    return rows
+
+
 def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[str, list[str]]:
     """{function: [instruction text, ...]} for the named symbols (all if None)."""
-    funcs: dict[str, list[str]] = {}
     # objdump takes one --disassemble=SYM; for several, disassemble all once.
     cmd = [objdump_for(arch), "-d", "--no-show-raw-insn", "-r", str(elf)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     want = set(symbols) if symbols else None
-    cur = None
-    for line in out.splitlines():
-        m = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
-        if m:
-            cur = m.group(1) if (want is None or m.group(1) in want) else None
-            if cur is not None:
-                funcs[cur] = []
-            continue
-        if cur is None or not line.strip():
-            continue
-        m = re.match(r"^\s*[0-9a-f]+:\s+(.*)$", line)
-        if m:
-            funcs[cur].append(m.group(1).strip())
-        elif "R_" in line and funcs[cur]:
-            # relocation: say what a call/branch goes to
-            funcs[cur][-1] += "  <" + line.split()[-1] + ">"
+    funcs: dict[str, list[str]] = {}
+    for _sec, fn, _addr, text in objdump_insns(out):
+        if fn is not None and (want is None or fn in want):
+            funcs.setdefault(fn, []).append(text)
     return funcs
 
 
@@ -154,15 +176,9 @@ def lse_cap(kdir: Path | None) -> int:
 
 
 class Disasm:
-    """objdump -d -r of one ELF file: instructions by section and address, and
-    function extents from the ELF symbol table (value, size)."""
-
-    # objdump -r prints a relocation as "<addr>: R_<type> <target>" after its
-    # instruction; with reloc_lines the target is appended to that
-    # instruction (a call or tail call then keeps its mnemonic: the per-arch
-    # audit's objects need it). Off here, as the module audit was recorded.
-    reloc_lines = False
-    reloc_suffix = "  <{}>"         # how a relocation's target is appended
+    """objdump -d -r of one ELF file: instructions by section and address
+    (relocations as objdump_insns writes them), and function extents from
+    the ELF symbol table (value, size)."""
 
     def __init__(self, path: Path, arch: str, sections=(".text",)):
         self.path, self.arch = Path(path), arch
@@ -172,21 +188,8 @@ class Disasm:
             cmd += ["-j", sec]
         out = subprocess.run(cmd + [str(path)], capture_output=True, text=True, check=True).stdout
         self.insns: dict[str, dict[int, str]] = {}
-        sec, last = None, None
-        for line in out.splitlines():
-            if line.startswith("Disassembly of section "):
-                sec = line[len("Disassembly of section "):].rstrip(":")
-                self.insns.setdefault(sec, {})
-                last = None
-                continue
-            m = re.match(r"^\s*([0-9a-f]+):\s+(\S.*)$", line)
-            if m and self.reloc_lines and m.group(2).startswith("R_"):
-                m = None
-            if m and sec is not None:
-                last = int(m.group(1), 16)
-                self.insns[sec][last] = m.group(2).strip()
-            elif "R_" in line and last is not None and sec is not None:
-                self.insns[sec][last] += self.reloc_suffix.format(line.split()[-1])
+        for sec, _fn, addr, text in objdump_insns(out):
+            self.insns.setdefault(sec, {})[addr] = text
         self.funcs = {}
         for name, sym in self.elf.functions().items():
             sname = self.elf.sections[sym.shndx].name if 0 < sym.shndx < len(self.elf.sections) else ""
