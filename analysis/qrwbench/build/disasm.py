@@ -10,7 +10,12 @@ instructions that carry memory ordering:
 - arm64: load-acquire/store-release (ldar*, ldapr*, stlr*), exclusives
   (ldxr/ldaxr/stxr/stlxr, LL/SC path), LSE atomics (ldadd*, ldclr*, ldeor*,
   ldset*, swp*, cas*, and their st* aliases) with their acquire/release
-  suffixes, and barriers (dmb, dsb).
+  suffixes, and barriers (dmb, dsb);
+- powerpc, riscv, mips, sparc (the per-arch audit's objects): as
+  arch_audit.py says.
+
+``ordering_token`` is the one classifier, per ISA (a kernel ARCH=: the
+callers pass vocab.build_arches()[arch].karch); an ISA without one raises.
 
 ``disassemble``/``audit_elf`` read a whole ELF file by symbol name (the
 function's instructions hashed without addresses and branch targets:
@@ -44,6 +49,10 @@ _ARM_ORDER = re.compile(
     r"|dmb|dsb)$")
 _LSE = re.compile(r"^(ld(add|clr|eor|set|smax|smin|umax|umin)|st(add|clr|eor|set)|swp|cas)")
 _LLSC = re.compile(r"^(ldx|ldax|stx|stlx)")
+_PPC = re.compile(r"^(sync|lwsync|isync|eieio|ptesync|l[bhwdq]arx|st[bhwdq]cx\.)$")
+_RISCV_AMO = re.compile(r"^(amo[a-z]+|lr|sc)\.[bhwd](\.aqrl|\.aq|\.rl)?$")
+_MIPS = re.compile(r"^(sync|ll|lld|sc|scd|llwp|scwp|lldp|scdp)$")
+_SPARC = re.compile(r"^(membar|stbar|casx?a?|ldstuba?|swapa?)$")
 
 
 def objdump_for(arch: str) -> str:
@@ -103,27 +112,88 @@ def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[
     return funcs
 
 
-def ordering_insns(arch: str, insns: list[str]) -> list[str]:
-    """The ordering-relevant instructions of one function, in order."""
-    found = []
-    for ins in insns:
-        text = ins.split("//")[0].split("#")[0].strip()
-        if not text:
-            continue
-        if arch == "x86_64":
-            if text.startswith("lock "):
-                found.append("lock " + text.split()[1])
-            elif text.startswith("xchg") and "(" in text:
-                found.append("xchg(mem)")
-            elif _X86_FENCE.match(text):
-                found.append(text.split()[0])
-        else:
-            mn = text.split()[0]
-            if _ARM_ORDER.match(mn):
-                if mn in ("dmb", "dsb"):
-                    mn = f"{mn} {text.split()[1]}" if len(text.split()) > 1 else mn
-                found.append(mn)
-    return found
+_RELOC_TAIL = re.compile(r"(\s+\[reloc [^]]*\])+$")
+
+
+def _x86(text: str) -> str | None:
+    text = text.split("//")[0].split("#")[0].strip()
+    if text.startswith("lock "):
+        return "lock " + text.split()[1]
+    if text.startswith("xchg") and "(" in text:
+        return "xchg(mem)"
+    if _X86_FENCE.match(text):
+        return text.split()[0]
+    return None
+
+
+def _arm64(text: str) -> str | None:
+    parts = text.split("//")[0].split("#")[0].split()
+    if not parts or not _ARM_ORDER.match(parts[0]):
+        return None
+    if parts[0] in ("dmb", "dsb") and len(parts) > 1:
+        return f"{parts[0]} {parts[1]}"
+    return parts[0]
+
+
+def _split(text: str) -> tuple[str, str]:
+    """(mnemonic, operands without blanks) of one instruction."""
+    parts = text.split(None, 1)
+    return (parts[0], parts[1].replace(" ", "") if len(parts) > 1 else "") if parts else ("", "")
+
+
+def _powerpc(text: str) -> str | None:
+    mn, _ops = _split(text)
+    mn = "sync" if mn in ("hwsync", "msync") else mn
+    return mn if _PPC.match(mn) else None
+
+
+def _riscv(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "fence":
+        return f"fence {ops}" if ops else "fence"
+    if mn == "fence.tso":
+        return mn
+    return mn if _RISCV_AMO.match(mn) else None
+
+
+def _mips(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "sync" and ops:
+        return f"sync {ops}"
+    return mn if _MIPS.match(mn) else None
+
+
+def _sparc(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "membar":
+        return f"membar {ops}"
+    return mn if _SPARC.match(mn) else None
+
+
+# the ordering classifier of each ISA, by kernel ARCH= (vocab.BuildArch.karch)
+_ORDERING = {"x86_64": _x86, "x86": _x86, "arm64": _arm64, "powerpc": _powerpc,
+             "riscv": _riscv, "mips": _mips, "sparc": _sparc}
+
+
+def _classifier(karch: str):
+    rule = _ORDERING.get(karch)
+    if rule is None:
+        raise ValueError(f"no ordering classifier for ARCH={karch}")
+    return rule
+
+
+def ordering_token(karch: str, text: str) -> str | None:
+    """The ordering-relevant form of one disassembled instruction of an ISA
+    (kernel ARCH=: vocab.build_arches()[arch].karch), or None: what the
+    audits count. A relocation's target (objdump_insns) is no part of it."""
+    return _classifier(karch)(_RELOC_TAIL.sub("", text.strip()))
+
+
+def ordering_insns(karch: str, insns: list[str]) -> list[str]:
+    """The ordering-relevant instructions of one function, in order
+    (ordering_token of each; an ISA without a classifier raises ValueError)."""
+    rule = _classifier(karch)
+    return [t for ins in insns if (t := rule(_RELOC_TAIL.sub("", ins.strip()))) is not None]
 
 
 def normalized_hash(insns: list[str]) -> str:
@@ -156,9 +226,10 @@ def audit_elf(elf: Path, arch: str, symbols=None, pattern: str | None = None) ->
     if pattern:
         rx = re.compile(pattern)
         funcs = {k: v for k, v in funcs.items() if rx.search(k)}
+    karch = vocab.build_arches()[arch].karch
     res = {}
     for name, insns in sorted(funcs.items()):
-        order = ordering_insns(arch, insns)
+        order = ordering_insns(karch, insns)
         res[name] = {"order": order, "hash": normalized_hash(insns), "n_insns": len(insns),
                      **classify(arch, order)}
     return res
