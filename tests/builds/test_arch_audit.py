@@ -10,7 +10,7 @@ import pytest
 
 from conftest import BUILD, TOP
 from qrwbench import vocab
-from qrwbench.build import arch_audit
+from qrwbench.build import arch_audit, disasm
 
 PYENV = {**os.environ, "PYTHONPATH": str(TOP / "analysis")}
 
@@ -58,13 +58,15 @@ CAPTURED = [
 
 @pytest.mark.parametrize("karch,line,token", CAPTURED)
 def test_classifier_on_captured_objdump_lines(karch, line, token):
-    assert arch_audit.ordering_token(karch, line) == token
+    assert disasm.ordering_token(karch, line) == token
+    assert disasm.ordering_insns(karch, [line, "nop"]) == ([token] if token else [])
 
 
 def test_classifier_refuses_an_arch_it_does_not_know():
     with pytest.raises(ValueError, match="no ordering classifier for ARCH=loongarch"):
-        arch_audit.ordering_token("loongarch", "dbar 0")
-
+        disasm.ordering_token("loongarch", "dbar 0")
+    with pytest.raises(ValueError, match="no ordering classifier for ARCH=ppc64le"):
+        disasm.ordering_insns("ppc64le", [])        # a rig arch name, not its ISA
 
 def test_every_audit_arch_has_a_classifier_and_the_shell_table_agrees():
     """vocab reads the rows kernel/scripts/arch.sh's table gives the build
@@ -75,7 +77,7 @@ def test_every_audit_arch_has_a_classifier_and_the_shell_table_agrees():
                             "-", name], cwd=TOP, capture_output=True, text=True, check=True)
         assert r.stdout.strip() == "|".join([a.karch, a.cross, a.image, a.qrw_needs,
                                              " ".join(a.packages)])
-        arch_audit.ordering_token(a.karch, "nop")      # no ValueError
+        disasm.ordering_token(a.karch, "nop")      # no ValueError
     assert {"x86_64", "arm64", "ppc64le", "riscv64"} <= set(vocab.audit_arches())
     assert vocab.kernel_arches() == ["arm64", "x86_64"]     # what a matrix may boot
 

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import BUILD, kernel_dir, missing
 from qrwbench import cli, vocab
-from qrwbench.build import audit, module_audit, promise
+from qrwbench.build import audit, disasm, module_audit, promise
 from qrwbench.analysis import codeid
 from qrwbench.cell import Cell
 
@@ -143,6 +143,53 @@ def test_the_build_before_the_lse_fix_is_flagged():
     notes = audit.module_notes([{"arch": "arm64", "findings": before["findings"], "ops": ops}])
     assert sorted(n["impl"] for n in notes if "read unlock" in n["text"]) == ["kernel", "module"]
     assert "ldaddal" in next(n["text"] for n in notes if "read unlock" in n["text"])
+
+
+# objdump -d --no-show-raw-insn -r of a module, as captured: on arm64 a
+# relocation is printed at its instruction's address, on x86_64 inside it
+OBJDUMP_ARM64 = """
+Disassembly of section .text:
+
+0000000000000000 <qrwb_f>:
+       c:\tadrp\tx21, 1fc80 <qrwb_g+0xc80>
+\t\t\tc: R_AARCH64_ADR_PREL_PG_HI21\tqrwb_cxt
+      10:\tadd\tx21, x21, #0x0
+\t\t\t10: R_AARCH64_ADD_ABS_LO12_NC\tqrwb_cxt
+      14:\tldaddal\tw2, w3, [x0]
+      18:\tbl\t0 <ktime_get>
+\t\t\t18: R_AARCH64_CALL26\tktime_get
+      1c:\tb\t1c <qrwb_f+0x1c>
+\t\t\t1c: R_AARCH64_JUMP26\tqrwb_h
+"""
+OBJDUMP_X86 = """
+Disassembly of section .text:
+
+0000000000000000 <qrwb_f>:
+      28:\tlock xadd %eax,0x0(%rip)        # 30 <qrwb_f+0x30>
+\t\t\t2c: R_X86_64_PC32\tqrwb_cxt+0x13c
+      30:\tcall   35 <qrwb_f+0x35>
+\t\t\t31: R_X86_64_PLT32\t__cond_resched-0x4
+      35:\tret
+"""
+
+
+def test_a_relocation_is_no_instruction_but_its_instructions_target():
+    """The relocation line follows the instruction it patches: arm64's bl,
+    b, adrp and add keep their mnemonics, x86_64 gets no extra instruction
+    at the relocation's offset (disasm.objdump_insns, which Disasm and
+    disassemble read)."""
+    a64 = disasm.objdump_insns(OBJDUMP_ARM64)
+    assert [(a, t.split()[0]) for _s, _f, a, t in a64] == [
+        (0xc, "adrp"), (0x10, "add"), (0x14, "ldaddal"), (0x18, "bl"), (0x1c, "b")]
+    assert a64[3][3] == "bl\t0 <ktime_get>  [reloc ktime_get]"
+    assert a64[4][3].endswith("  [reloc qrwb_h]")
+    assert {(s, f) for s, f, _a, _t in a64} == {(".text", "qrwb_f")}
+    assert disasm.ordering_insns("arm64", [t for *_x, t in a64]) == ["ldaddal"]
+    x86 = disasm.objdump_insns(OBJDUMP_X86)
+    assert [a for _s, _f, a, _t in x86] == [0x28, 0x30, 0x35]
+    assert x86[0][3].endswith("  [reloc qrwb_cxt+0x13c]")
+    assert x86[1][3] == "call   35 <qrwb_f+0x35>  [reloc __cond_resched-0x4]"
+    assert disasm.ordering_insns("x86_64", [t for *_x, t in x86]) == ["lock xadd"]
 
 
 def test_promise_check_can_fail():

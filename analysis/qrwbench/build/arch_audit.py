@@ -8,7 +8,8 @@ and builds kernel/locking/qrwlock.o, kernel/locking/spinlock.o and the probe
 kernel/probe/qrwb_probe.c, which has one function per lock fast path
 (``qrwb_probe_read_lock`` ...: the arch's arch_read_lock() etc.) and one per
 row of the op table (``qrwb_probe_op_<op>_<ordering>``). Each function's
-ordering instructions are read from its disassembly (the arch's objdump):
+ordering instructions are read from its disassembly (the arch's objdump;
+disasm.ordering_token, per ISA):
 
 - x86_64: lock-prefixed instructions, xchg with memory, m/l/sfence;
 - arm64: acquire/release accesses, exclusives, LSE atomics, dmb/dsb, and
@@ -66,53 +67,6 @@ NOTE_X86 = ("x86_64: a lock prefix is recorded in .smp_locks and patched out onl
 HARDWARE_TRUE = ("What each CPU of the arch executes for this code: hardware-true, unlike any "
                  "TCG timing (which measures QEMU's emulation of it).")
 
-_PPC = re.compile(r"^(sync|lwsync|isync|eieio|ptesync|l[bhwdq]arx|st[bhwdq]cx\.)$")
-_RISCV_AMO = re.compile(r"^(amo[a-z]+|lr|sc)\.[bhwd](\.aqrl|\.aq|\.rl)?$")
-_MIPS = re.compile(r"^(sync|ll|lld|sc|scd|llwp|scwp|lldp|scdp)$")
-_SPARC = re.compile(r"^(membar|stbar|casx?a?|ldstuba?|swapa?)$")
-
-
-def ordering_token(karch: str, text: str) -> str | None:
-    """The ordering-relevant form of one disassembled instruction of an arch
-    (kernel ARCH=), or None: what the table counts."""
-    text = re.sub(r"\s+\[reloc [^]]*\]$", "", text.strip())      # a relocation's target
-    if karch in ("x86_64", "x86"):
-        got = disasm.ordering_insns("x86_64", [text])
-        return got[0] if got else None
-    if karch == "arm64":
-        got = disasm.ordering_insns("arm64", [text])
-        return got[0] if got else None
-    parts = text.split(None, 1)
-    if not parts:
-        return None
-    mn, ops = parts[0], (parts[1].replace(" ", "") if len(parts) > 1 else "")
-    if karch == "powerpc":
-        mn = "sync" if mn in ("hwsync", "msync") else mn
-        return mn if _PPC.match(mn) else None
-    if karch == "riscv":
-        if mn == "fence":
-            return f"fence {ops}" if ops else "fence"
-        if mn == "fence.tso":
-            return mn
-        return mn if _RISCV_AMO.match(mn) else None
-    if karch == "mips":
-        if mn == "sync" and ops:
-            return f"sync {ops}"
-        return mn if _MIPS.match(mn) else None
-    if karch == "sparc":
-        if mn == "membar":
-            return f"membar {ops}"
-        return mn if _SPARC.match(mn) else None
-    raise ValueError(f"no ordering classifier for ARCH={karch}")
-
-
-class ObjectDisasm(disasm.Disasm):
-    """disasm.Disasm of an object, every section, relocations kept apart and
-    written "[reloc <target>]" (objdump's own "<sym+off>" is a branch's)."""
-    reloc_lines = True
-    reloc_suffix = "  [reloc {}]"
-
-
 def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
     """(section, offset) of every isync a powerpc object lists in
     ``__lwsync_fixup`` (entries ``.long 97b - .``: relocations against the
@@ -128,12 +82,12 @@ def lwsync_fixups(elf: elfmini.Elf) -> set[tuple[str, int]]:
 _RELOC_SYM = re.compile(r"\[reloc ([A-Za-z_][\w.]*?)(?:[+-]0x[0-9a-f]+)?\]$")
 
 
-def _record(dis: ObjectDisasm, fn: str, karch: str, patched: set) -> dict:
+def _record(dis: disasm.Disasm, fn: str, karch: str, patched: set) -> dict:
     sec, _start, _size = dis.funcs[fn]
     ins = dis.func(fn)
     order, calls = [], []
     for a, t in ins:
-        tok = ordering_token(karch, t)
+        tok = disasm.ordering_token(karch, t)
         if tok is not None:
             order.append(tok + PATCHED if (sec, a) in patched else tok)
         elif m := _RELOC_SYM.search(t):
@@ -148,7 +102,7 @@ def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
     """{view: {function: {"order": [...], "hash": ...}}} of one object: the
     view is the arch, or on arm64 "arm64/lse" and "arm64/llsc"."""
     karch = vocab.build_arches()[arch].karch
-    dis = ObjectDisasm(path, arch, sections=None)
+    dis = disasm.Disasm(path, arch, sections=None)     # every section
     if karch == "arm64":
         alts = {sec: elfmini.arm64_altinstructions(dis.elf, sec)
                 for sec in {sec for sec, _a, _s in dis.funcs.values()}}
@@ -156,7 +110,7 @@ def audit_object(path: Path, arch: str, lse_cap: int | None = None) -> dict:
         for fn in sorted(dis.funcs):
             sec = dis.funcs[fn][0]
             for mode, p in disasm.arm64_paths(dis, fn, alts[sec], lse_cap).items():
-                views[f"{arch}/{mode}"][fn] = {"order": disasm.ordering_insns("arm64", p),
+                views[f"{arch}/{mode}"][fn] = {"order": disasm.ordering_insns(karch, p),
                                                "hash": module_audit.code_hash(p, fn), "calls": []}
         return views
     patched = lwsync_fixups(dis.elf) if karch == "powerpc" else set()

@@ -10,7 +10,12 @@ instructions that carry memory ordering:
 - arm64: load-acquire/store-release (ldar*, ldapr*, stlr*), exclusives
   (ldxr/ldaxr/stxr/stlxr, LL/SC path), LSE atomics (ldadd*, ldclr*, ldeor*,
   ldset*, swp*, cas*, and their st* aliases) with their acquire/release
-  suffixes, and barriers (dmb, dsb).
+  suffixes, and barriers (dmb, dsb);
+- powerpc, riscv, mips, sparc (the per-arch audit's objects): as
+  arch_audit.py says.
+
+``ordering_token`` is the one classifier, per ISA (a kernel ARCH=: the
+callers pass vocab.build_arches()[arch].karch); an ISA without one raises.
 
 ``disassemble``/``audit_elf`` read a whole ELF file by symbol name (the
 function's instructions hashed without addresses and branch targets:
@@ -44,6 +49,10 @@ _ARM_ORDER = re.compile(
     r"|dmb|dsb)$")
 _LSE = re.compile(r"^(ld(add|clr|eor|set|smax|smin|umax|umin)|st(add|clr|eor|set)|swp|cas)")
 _LLSC = re.compile(r"^(ldx|ldax|stx|stlx)")
+_PPC = re.compile(r"^(sync|lwsync|isync|eieio|ptesync|l[bhwdq]arx|st[bhwdq]cx\.)$")
+_RISCV_AMO = re.compile(r"^(amo[a-z]+|lr|sc)\.[bhwd](\.aqrl|\.aq|\.rl)?$")
+_MIPS = re.compile(r"^(sync|ll|lld|sc|scd|llwp|scwp|lldp|scdp)$")
+_SPARC = re.compile(r"^(membar|stbar|casx?a?|ldstuba?|swapa?)$")
 
 
 def objdump_for(arch: str) -> str:
@@ -55,53 +64,136 @@ def objdump_for(arch: str) -> str:
     return a.objdump
 
 
+_LABEL = re.compile(r"^[0-9a-f]+ <([^>]+)>:$")
+_LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S.*)$")
+RELOC = "  [reloc {}]"      # how a relocation's target follows its instruction
+
+
+def objdump_insns(out: str) -> list[tuple[str, str | None, int, str]]:
+    """(section, function label, address, text) of every instruction of
+    ``objdump -d -r`` output. A relocation ("<offset>: R_<type> <target>",
+    printed after the instruction it patches; at that instruction's address
+    on arm64, inside it on x86_64) is no instruction: its target is appended
+    to the instruction, written "[reloc <target>]" (objdump's own
+    "<sym+off>" is a branch target's)."""
+    rows: list[tuple[str, str | None, int, str]] = []
+    sec = fn = None
+    for line in out.splitlines():
+        if line.startswith("Disassembly of section "):
+            sec, fn = line[len("Disassembly of section "):].rstrip(":"), None
+            continue
+        m = _LABEL.match(line)
+        if m:
+            fn = m.group(1)
+            continue
+        m = _LINE.match(line)
+        if m is None or sec is None:
+            continue
+        text = m.group(2).strip()
+        if text.startswith("R_"):
+            if rows and rows[-1][0] == sec:
+                s, f, a, t = rows[-1]
+                rows[-1] = (s, f, a, t + RELOC.format(text.split()[-1]))
+            continue
+        rows.append((sec, fn, int(m.group(1), 16), text))
+    return rows
+
+
 def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[str, list[str]]:
     """{function: [instruction text, ...]} for the named symbols (all if None)."""
-    funcs: dict[str, list[str]] = {}
     # objdump takes one --disassemble=SYM; for several, disassemble all once.
     cmd = [objdump_for(arch), "-d", "--no-show-raw-insn", "-r", str(elf)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     want = set(symbols) if symbols else None
-    cur = None
-    for line in out.splitlines():
-        m = re.match(r"^[0-9a-f]+ <([^>]+)>:$", line)
-        if m:
-            cur = m.group(1) if (want is None or m.group(1) in want) else None
-            if cur is not None:
-                funcs[cur] = []
-            continue
-        if cur is None or not line.strip():
-            continue
-        m = re.match(r"^\s*[0-9a-f]+:\s+(.*)$", line)
-        if m:
-            funcs[cur].append(m.group(1).strip())
-        elif "R_" in line and funcs[cur]:
-            # relocation: say what a call/branch goes to
-            funcs[cur][-1] += "  <" + line.split()[-1] + ">"
+    funcs: dict[str, list[str]] = {}
+    for _sec, fn, _addr, text in objdump_insns(out):
+        if fn is not None and (want is None or fn in want):
+            funcs.setdefault(fn, []).append(text)
     return funcs
 
 
-def ordering_insns(arch: str, insns: list[str]) -> list[str]:
-    """The ordering-relevant instructions of one function, in order."""
-    found = []
-    for ins in insns:
-        text = ins.split("//")[0].split("#")[0].strip()
-        if not text:
-            continue
-        if arch == "x86_64":
-            if text.startswith("lock "):
-                found.append("lock " + text.split()[1])
-            elif text.startswith("xchg") and "(" in text:
-                found.append("xchg(mem)")
-            elif _X86_FENCE.match(text):
-                found.append(text.split()[0])
-        else:
-            mn = text.split()[0]
-            if _ARM_ORDER.match(mn):
-                if mn in ("dmb", "dsb"):
-                    mn = f"{mn} {text.split()[1]}" if len(text.split()) > 1 else mn
-                found.append(mn)
-    return found
+_RELOC_TAIL = re.compile(r"(\s+\[reloc [^]]*\])+$")
+
+
+def _x86(text: str) -> str | None:
+    text = text.split("//")[0].split("#")[0].strip()
+    if text.startswith("lock "):
+        return "lock " + text.split()[1]
+    if text.startswith("xchg") and "(" in text:
+        return "xchg(mem)"
+    if _X86_FENCE.match(text):
+        return text.split()[0]
+    return None
+
+
+def _arm64(text: str) -> str | None:
+    parts = text.split("//")[0].split("#")[0].split()
+    if not parts or not _ARM_ORDER.match(parts[0]):
+        return None
+    if parts[0] in ("dmb", "dsb") and len(parts) > 1:
+        return f"{parts[0]} {parts[1]}"
+    return parts[0]
+
+
+def _split(text: str) -> tuple[str, str]:
+    """(mnemonic, operands without blanks) of one instruction."""
+    parts = text.split(None, 1)
+    return (parts[0], parts[1].replace(" ", "") if len(parts) > 1 else "") if parts else ("", "")
+
+
+def _powerpc(text: str) -> str | None:
+    mn, _ops = _split(text)
+    mn = "sync" if mn in ("hwsync", "msync") else mn
+    return mn if _PPC.match(mn) else None
+
+
+def _riscv(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "fence":
+        return f"fence {ops}" if ops else "fence"
+    if mn == "fence.tso":
+        return mn
+    return mn if _RISCV_AMO.match(mn) else None
+
+
+def _mips(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "sync" and ops:
+        return f"sync {ops}"
+    return mn if _MIPS.match(mn) else None
+
+
+def _sparc(text: str) -> str | None:
+    mn, ops = _split(text)
+    if mn == "membar":
+        return f"membar {ops}"
+    return mn if _SPARC.match(mn) else None
+
+
+# the ordering classifier of each ISA, by kernel ARCH= (vocab.BuildArch.karch)
+_ORDERING = {"x86_64": _x86, "x86": _x86, "arm64": _arm64, "powerpc": _powerpc,
+             "riscv": _riscv, "mips": _mips, "sparc": _sparc}
+
+
+def _classifier(karch: str):
+    rule = _ORDERING.get(karch)
+    if rule is None:
+        raise ValueError(f"no ordering classifier for ARCH={karch}")
+    return rule
+
+
+def ordering_token(karch: str, text: str) -> str | None:
+    """The ordering-relevant form of one disassembled instruction of an ISA
+    (kernel ARCH=: vocab.build_arches()[arch].karch), or None: what the
+    audits count. A relocation's target (objdump_insns) is no part of it."""
+    return _classifier(karch)(_RELOC_TAIL.sub("", text.strip()))
+
+
+def ordering_insns(karch: str, insns: list[str]) -> list[str]:
+    """The ordering-relevant instructions of one function, in order
+    (ordering_token of each; an ISA without a classifier raises ValueError)."""
+    rule = _classifier(karch)
+    return [t for ins in insns if (t := rule(_RELOC_TAIL.sub("", ins.strip()))) is not None]
 
 
 def normalized_hash(insns: list[str]) -> str:
@@ -134,9 +226,10 @@ def audit_elf(elf: Path, arch: str, symbols=None, pattern: str | None = None) ->
     if pattern:
         rx = re.compile(pattern)
         funcs = {k: v for k, v in funcs.items() if rx.search(k)}
+    karch = vocab.build_arches()[arch].karch
     res = {}
     for name, insns in sorted(funcs.items()):
-        order = ordering_insns(arch, insns)
+        order = ordering_insns(karch, insns)
         res[name] = {"order": order, "hash": normalized_hash(insns), "n_insns": len(insns),
                      **classify(arch, order)}
     return res
@@ -154,15 +247,9 @@ def lse_cap(kdir: Path | None) -> int:
 
 
 class Disasm:
-    """objdump -d -r of one ELF file: instructions by section and address, and
-    function extents from the ELF symbol table (value, size)."""
-
-    # objdump -r prints a relocation as "<addr>: R_<type> <target>" after its
-    # instruction; with reloc_lines the target is appended to that
-    # instruction (a call or tail call then keeps its mnemonic: the per-arch
-    # audit's objects need it). Off here, as the module audit was recorded.
-    reloc_lines = False
-    reloc_suffix = "  <{}>"         # how a relocation's target is appended
+    """objdump -d -r of one ELF file: instructions by section and address
+    (relocations as objdump_insns writes them), and function extents from
+    the ELF symbol table (value, size)."""
 
     def __init__(self, path: Path, arch: str, sections=(".text",)):
         self.path, self.arch = Path(path), arch
@@ -172,21 +259,8 @@ class Disasm:
             cmd += ["-j", sec]
         out = subprocess.run(cmd + [str(path)], capture_output=True, text=True, check=True).stdout
         self.insns: dict[str, dict[int, str]] = {}
-        sec, last = None, None
-        for line in out.splitlines():
-            if line.startswith("Disassembly of section "):
-                sec = line[len("Disassembly of section "):].rstrip(":")
-                self.insns.setdefault(sec, {})
-                last = None
-                continue
-            m = re.match(r"^\s*([0-9a-f]+):\s+(\S.*)$", line)
-            if m and self.reloc_lines and m.group(2).startswith("R_"):
-                m = None
-            if m and sec is not None:
-                last = int(m.group(1), 16)
-                self.insns[sec][last] = m.group(2).strip()
-            elif "R_" in line and last is not None and sec is not None:
-                self.insns[sec][last] += self.reloc_suffix.format(line.split()[-1])
+        for sec, _fn, addr, text in objdump_insns(out):
+            self.insns.setdefault(sec, {})[addr] = text
         self.funcs = {}
         for name, sym in self.elf.functions().items():
             sname = self.elf.sections[sym.shndx].name if 0 < sym.shndx < len(self.elf.sections) else ""

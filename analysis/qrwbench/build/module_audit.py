@@ -138,7 +138,8 @@ def _fn_record(arch: str, name: str, insns: list[str], addr: int, size: int,
         one = per_op(order, unroll)
         return (order, False) if one is None else (one, True)
 
-    order, ok = fold(ordering_insns(arch, insns))
+    karch = vocab.build_arches()[arch].karch
+    order, ok = fold(ordering_insns(karch, insns))
     rec = {"addr": addr, "size": size, "align64": addr % LOOP_ALIGN == 0,
            "crosses_page": addr // PAGE != (addr + size - 1) // PAGE,
            "order": order, "hash": code_hash(insns, name), "n_insns": len(insns),
@@ -148,7 +149,7 @@ def _fn_record(arch: str, name: str, insns: list[str], addr: int, size: int,
     if paths is not None:
         rec["paths"] = {}
         for mode, p in paths.items():
-            po, pok = fold(ordering_insns(arch, p))
+            po, pok = fold(ordering_insns(karch, p))
             rec["paths"][mode] = {"order": po, "hash": code_hash(p, name), **classify(arch, po)}
             if unroll > 1:
                 rec["paths"][mode]["per_op"] = pok
