@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, TOP, missing
+from conftest import TOP, kernel_tree
 from qrwbench.results import store
 from qrwbench.report import regress
 from qrwbench.run import bisect, ktree, series
@@ -46,7 +46,6 @@ import synth
 
 # Markers per test: guest (boots: bisect, bench-series), kernel (needs only
 # the tree build/src/linux); the unmarked ones are host-only (make check).
-SRC = BUILD / "src" / "linux"
 BARRIERS = 1
 CELL = ("x86_64/tcg/max/acqrel/rwlock:write_pct=0,cs_work=0,think_work=0,nlocks=2,"
         "reps=48,duration_ms=10/2")
@@ -85,10 +84,9 @@ def commit_file(repo, path, text, message):
 def kernel_repo(tmp_path_factory):
     """build/src/linux at its HEAD + c1 harmless (a comment in spinlock.c),
     c2 smp_mb() in _raw_read_lock, c3 harmless (a documentation line)."""
-    if not (SRC / ".git").is_dir():
-        missing(f"{SRC} is not a kernel git tree")
+    src = kernel_tree()
     repo = tmp_path_factory.mktemp("kernel") / "linux.git"
-    subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(SRC), str(repo)],
+    subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(src), str(repo)],
                    check=True, env=ENV)
     good = git(repo, "rev-parse", "HEAD")
     spin = git(repo, "show", "HEAD:kernel/locking/spinlock.c")
@@ -237,6 +235,7 @@ def test_bad_cell_names_what_exists(kernel_repo, cell, words):
 
 @pytest.mark.kernel
 def test_make_bisect_reports_the_error_in_one_line():
+    kernel_tree()       # without it make bisect runs make tree first (a 2 GB extraction)
     p = subprocess.run(["make", "-s", "--no-print-directory", "bisect", "GOOD=no-such-commit",
                         "BAD=HEAD", f"CELL={CELL}"], cwd=TOP, capture_output=True, text=True,
                        timeout=300)
