@@ -47,3 +47,5 @@ def test_make_test_requires_and_make_check_leaves_out_the_kernel_tests():
     assert any("QRWB_REQUIRE_BUILT=1" in l and '"not slow"' in l for l in runs), runs
     assert any('not guest and not kernel' in l and "QRWB_REQUIRE_BUILT" not in l
                for l in runs), runs
+    # one worker per file: module-scoped fixtures once, no two writers of one path
+    assert any('not guest and not kernel' in l and "--dist loadfile" in l for l in runs), runs
