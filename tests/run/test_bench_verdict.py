@@ -10,7 +10,6 @@ import synth
 from qrwbench.run import boot, qemu
 from qrwbench.cell import Cell
 
-NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 SELFTEST_MISSING = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]
 
 
@@ -31,7 +30,7 @@ def boot_with_console(tmp_path, monkeypatch, boot_lines, vcpus=2):
     monkeypatch.setenv("QRWB_PERF", "0")
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, ())
     kernel = tuple(tmp_path / n for n in ("Image", "initrd", "kdir", "src"))
-    return boot.boot_one(c, 1, tmp_path / "run", 60, 256, NO_KVM, kernel=kernel)
+    return boot.boot_one(c, 1, tmp_path / "run", 60, 256, boot.NOT_ASKED, kernel=kernel)
 
 
 def test_complete_run_with_the_selftest_line_is_ok(tmp_path, monkeypatch):
