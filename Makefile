@@ -145,8 +145,11 @@ test: test-kernels
 	@QRWB_REQUIRE_BUILT=1 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 # The host-only tests: no kernel tree, kernel, module or QEMU boot needed.
+# --dist loadfile: each file on one worker, so a module-scoped fixture is
+# built once, and no two workers write one fixed path at once (the browser
+# test's build/test-report).
 check: deps
-	@$(PY) -m pytest -n $$(nproc) -m "not slow and not guest and not kernel" $(PYTEST_ARGS)
+	@$(PY) -m pytest -n $$(nproc) --dist loadfile -m "not slow and not guest and not kernel" $(PYTEST_ARGS)
 
 test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)

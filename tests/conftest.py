@@ -12,16 +12,18 @@ from qrwbench import vocab
 
 TOP = Path(__file__).resolve().parents[1]
 BUILD = vocab.BUILD
+SRC = BUILD / "src" / "linux"           # the kernel tree (make tree)
 
 
 REQUIRE_BUILT = "QRWB_REQUIRE_BUILT"    # set by `make test`: a missing artifact fails
 
 
-def missing(what: str):
+def missing(what: str, by: str = "make test"):
     """A test's artifact (a kernel, a module, the tree) is missing: under
     `make test` (QRWB_REQUIRE_BUILT=1), which builds them all first, that is a
-    failure; run alone (pytest, make check) the test skips, saying why."""
-    msg = f"{what}: run the tests through 'make test', which builds it"
+    failure; run alone (pytest, make check) the test skips, saying why. ``by``:
+    the target that builds it (make test-slow for the slow tests' builds)."""
+    msg = f"{what}: run the tests through '{by}', which builds it"
     if os.environ.get(REQUIRE_BUILT) == "1":
         pytest.fail(msg)
     pytest.skip(msg)
@@ -34,6 +36,15 @@ def kernel_dir(arch: str, variant: str, built: bool = True) -> Path:
     if not stamp.exists():
         missing(f"{d} is not {'built' if built else 'configured'}")
     return d
+
+
+def kernel_tree() -> Path:
+    """build/src/linux, the kernel tree `make tree` prepares (:func:`missing`
+    when absent: prepare-tree.sh moves it into place whole, git repository
+    and all, so its Makefile stands for all of it)."""
+    if not (SRC / "Makefile").exists():
+        missing("no kernel tree (build/src/linux)")
+    return SRC
 
 
 def module_ko(arch: str, variant: str) -> Path:

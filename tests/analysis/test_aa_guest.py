@@ -14,7 +14,6 @@ from qrwbench.run import boot
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
-NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 AA_OPS = "atomic_add_return,atomic_cmpxchg,smp_load_acquire"
 AA_BOOTS = 3
 
@@ -23,7 +22,7 @@ def boot_samples(tmp_path, name, seed, vcpus=2, **params):
     kernel_dir("x86_64", "acqrel")
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", vcpus, tuple(sorted(params.items())))
     d = tmp_path / name
-    st = boot.boot_one(c, seed, d, 120, 256, NO_KVM)
+    st = boot.boot_one(c, seed, d, 120, 256, boot.NOT_ASKED)
     assert st["status"] == "ok", st
     db = tmp_path / "results.sqlite"
     res = store.import_run(db, d)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, TOP
+from conftest import BUILD, TOP, missing
 from qrwbench import vocab
 from qrwbench.build import arch_audit, disasm
 
@@ -154,7 +154,7 @@ def test_the_default_builds_keep_to_x86_64_and_arm64():
 def objects(arch, variant):
     d = BUILD / "objects" / f"{arch}-{variant}"
     if not (d / ".qrwbench-objects").exists():
-        pytest.fail(f"{d} is not built: run the tests through 'make test-slow'")
+        missing(f"{d} is not built", by="make test-slow")
     return d
 
 

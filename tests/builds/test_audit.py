@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, kernel_dir, missing
+from conftest import kernel_dir, module_ko
 from qrwbench import cli, vocab
 from qrwbench.build import audit, disasm, module_audit, promise
 from qrwbench.analysis import codeid
@@ -19,10 +19,7 @@ DATA = Path(__file__).parent / "data"
 
 def module(arch, variant="acqrel"):
     kd = kernel_dir(arch, variant)
-    ko = BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
-    if not ko.exists():
-        missing(f"{ko} is not built")
-    return module_audit.audit_module(ko, arch, variant, kd)
+    return module_audit.audit_module(module_ko(arch, variant), arch, variant, kd)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ from qrwbench.run import boot as one_boot, qemu
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
-NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 
 
 def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
@@ -21,7 +20,7 @@ def cell(arch, variant, workload, vcpus=2, cpu="max", **params):
 
 def boot(tmp_path, c, timeout=120, seed=7):
     d = tmp_path / "run"
-    st = one_boot.boot_one(c, seed, d, timeout, 256, NO_KVM)
+    st = one_boot.boot_one(c, seed, d, timeout, 256, one_boot.NOT_ASKED)
     return st, d, records.parse_console((d / "console.log").read_bytes())
 
 

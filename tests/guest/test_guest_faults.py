@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import TOP, kernel_dir
+from conftest import kernel_dir
+from qrwbench import vocab
 from qrwbench.results import faults, rundir
 from qrwbench.run import qemu
 
@@ -14,7 +15,7 @@ def test_guest_panic_is_a_failed_run_with_the_offending_line(tmp_path):
     prov = {"cell": {"arch": "x86_64", "workload": "atomics", "kernel_variant": "acqrel", "vcpus": 1}}
     # No init in the initramfs: the kernel panics ("No working init found").
     cmd = qemu.command("x86_64", "tcg", "max", 1, 256, kd / "vmlinux",
-                       TOP / "build" / "initrd" / "x86_64-acqrel.cpio", "rdinit=/nonexistent init=/nonexistent")
+                       vocab.initrd("x86_64", "acqrel"), "rdinit=/nonexistent init=/nonexistent")
     st = qemu.boot(cmd, tmp_path, 60)
     console = (tmp_path / "console.log").read_bytes()
     found = faults.scan(console)

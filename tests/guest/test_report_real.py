@@ -12,7 +12,6 @@ from qrwbench.run import boot
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
-NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +27,7 @@ def real_db(tmp_path_factory):
     ids = []
     for i, c in enumerate(cells):
         d = tmp / "runs" / f"real-{c.workload}"
-        st = boot.boot_one(c, 100 + i, d, 120, 256, NO_KVM)
+        st = boot.boot_one(c, 100 + i, d, 120, 256, boot.NOT_ASKED)
         assert st["status"] == "ok", st
         res = store.import_run(db, d)
         assert res.status == "ok", res

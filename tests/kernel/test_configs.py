@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import TOP, kernel_dir
+from conftest import TOP, kernel_dir, kernel_tree
 
 ORDERINGS = {"acqrel": "ACQREL", "full": "FULL", "relaxed": "RELAXED", "allfull": "ACQREL"}
 SCRIPT = TOP / "kernel" / "scripts" / "build-kernel.sh"
@@ -52,6 +52,7 @@ def test_new_arch_configs_keep_qrwlock(tmp_path, arch, options):
     """ppc64le and riscv64 (issue 30): tinyconfig + base + the arch's
     fragment configures an SMP kernel that uses qrwlock (only configured
     here: `make audit` builds their objects, nothing boots them)."""
+    kernel_tree()
     import os
     env = dict(os.environ, QRWB_OUT=str(tmp_path / "out"))
     r = run_script(arch, "acqrel", "--config-only", env=env)
@@ -67,6 +68,7 @@ def test_ppc_without_queued_spinlocks_fails_with_one_line(tmp_path):
     """A ppc64le fragment that turns CONFIG_PPC_QUEUED_SPINLOCKS off: powerpc
     then keeps its own rwlock, and the build stops with one line saying so,
     before anything is built or marked configured."""
+    kernel_tree()
     import os
     cfgs = tmp_path / "configs"
     shutil.copytree(TOP / "kernel" / "configs", cfgs)
@@ -102,6 +104,7 @@ def test_make_kernel_rejects_unknown_variant():
 @pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
 def test_dropped_option_is_named(tmp_path):
     """RELAXED without its guard is dropped by Kconfig: the build must say so."""
+    kernel_tree()
     cfgs = tmp_path / "configs"
     shutil.copytree(TOP / "kernel" / "configs", cfgs)
     (cfgs / "variant-relaxed.config").write_text("CONFIG_QRWLOCK_ORDERING_RELAXED=y\n")
@@ -117,6 +120,7 @@ def test_dropped_option_is_named(tmp_path):
 @pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
 def test_missing_cross_compiler_names_the_package(tmp_path):
     """A PATH without aarch64-linux-gnu-gcc: the arm64 build says what to install."""
+    kernel_tree()
     import os
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

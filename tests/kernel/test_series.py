@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, TOP, missing
+from conftest import TOP, kernel_tree, missing
 
 TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 PATCHES = TOP / "kernel" / "patches"
@@ -31,7 +31,7 @@ def fresh_tree(tmp_path_factory):
     """The files the series touches (and the top Makefile), freshly extracted
     from Debian's tarball, plus a tarball of just those files."""
     if not TARBALL.exists():
-        pytest.fail(f"{TARBALL} missing: apt-get install linux-source-6.12 (make deps)")
+        missing(f"{TARBALL} missing: apt-get install linux-source-6.12 (make deps)")
     d = tmp_path_factory.mktemp("fresh")
     want = touched_files() | {"Makefile"}
     with tarfile.open(TARBALL) as tf:
@@ -62,9 +62,7 @@ def test_series_applies_in_order_to_fresh_extraction(fresh_tree):
 @pytest.mark.kernel
 @pytest.mark.parametrize("patch", series())
 def test_checkpatch_strict_is_clean(patch):
-    checkpatch = BUILD / "src" / "linux" / "scripts" / "checkpatch.pl"
-    if not checkpatch.exists():
-        missing("no kernel tree (build/src/linux)")
+    checkpatch = kernel_tree() / "scripts" / "checkpatch.pl"
     # The tree is Debian's tarball in one commit: no upstream history, so the
     # id of a Fixes: tag cannot be looked up here (checkpatch warns for every
     # id it cannot find); its form is checked by test_fixes_tags_are_well_formed.

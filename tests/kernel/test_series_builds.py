@@ -10,11 +10,10 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, kernel_dir, missing
+from conftest import SRC, kernel_dir, kernel_tree
 
 pytestmark = pytest.mark.kernel      # needs built kernels/modules or the tree
 
-SRC = BUILD / "src" / "linux"
 OBJECTS = ["lib/atomic64_test.o", "kernel/locking/qrwlock.o", "kernel/locking/spinlock.o"]
 CROSS = {"x86_64": ("x86_64", ""), "arm64": ("arm64", "aarch64-linux-gnu-")}
 
@@ -27,8 +26,7 @@ def git(*args, cwd=SRC):
 @pytest.fixture(scope="module")
 def steps(tmp_path_factory):
     """[(sha, subject)] of the series, oldest first, and a scratch worktree."""
-    if not (SRC / ".git").is_dir():
-        missing(f"{SRC} is not the kernel tree")
+    kernel_tree()
     commits = git("log", "--reverse", "--format=%H %s", "qrwbench-base..HEAD").splitlines()
     wt = tmp_path_factory.mktemp("series") / "linux"
     git("worktree", "add", "-q", "--detach", str(wt), "qrwbench-base")

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import BUILD, kernel_dir, missing
+from conftest import kernel_dir, module_ko
 from qrwbench import vocab
 from qrwbench.build import elfmini, module_audit
 
@@ -26,9 +26,7 @@ RWLOCK_LOOP_ALIGN = 1024     # qrwb_lock_tmpl.h: the rwlock loops' __aligned(102
 @pytest.mark.parametrize("variant", ["acqrel", "full"])
 def test_timed_loops_start_on_their_alignment(arch, variant):
     kernel_dir(arch, variant)
-    ko = BUILD / "modules" / f"{arch}-{variant}" / "qrwbench.ko"
-    if not ko.exists():
-        missing(f"{ko} is not built")
+    ko = module_ko(arch, variant)
     elf = elfmini.Elf(ko)
     text = elf.section(".text")
     align = loop_align()
@@ -47,9 +45,7 @@ def test_timed_loops_start_on_their_alignment(arch, variant):
 
 def test_alignment_check_reads_real_addresses():
     # the symbols differ: the check is not vacuous (all at 0 would pass)
-    ko = BUILD / "modules" / "x86_64-acqrel" / "qrwbench.ko"
-    if not ko.exists():
-        missing(f"{ko} is not built")
+    ko = module_ko("x86_64", "acqrel")
     vals = [s.value for n, s in elfmini.Elf(ko).functions(".text").items() if n.startswith("qrwb_loop_")]
     assert len(set(vals)) == len(vals) and max(vals) > 64 * 100
 
@@ -63,9 +59,7 @@ def test_alignment_check_reads_real_addresses():
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
 def test_no_timed_loop_crosses_a_page(arch):
     kernel_dir(arch, "acqrel")
-    ko = BUILD / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
-    if not ko.exists():
-        missing(f"{ko} is not built")
+    ko = module_ko(arch, "acqrel")
     doc = module_audit.audit_module(ko, arch, "acqrel")
     assert doc["page_crossing"] == []
 
@@ -76,9 +70,7 @@ def test_no_function_a_timed_rwlock_loop_calls_crosses_a_page(arch):
     functions are aligned (512 / 64 bytes) so that they cannot cross a page."""
     import re
     kernel_dir(arch, "acqrel")
-    ko = BUILD / "modules" / f"{arch}-acqrel" / "qrwbench.ko"
-    if not ko.exists():
-        missing(f"{ko} is not built")
+    ko = module_ko(arch, "acqrel")
     funcs = elfmini.Elf(ko).functions(".text")
     callees = {n: s for n, s in funcs.items()
                if re.fullmatch(r"qrwb_(full|acqrel|relaxed)_c\w+?_(read|write)_(un)?lock(_slowpath)?", n)}

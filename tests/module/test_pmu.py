@@ -17,14 +17,13 @@ from qrwbench.run import boot as one_boot
 from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
-NO_KVM = {"usable": False, "reason": "tests use TCG", "booted": False}
 
 
 def boot(tmp_path, arch, cpu, workload="atomics", name="run", **params):
     kernel_dir(arch, "acqrel")
     c = Cell.boot(arch, "tcg", cpu, "acqrel", workload, 2, tuple(sorted(params.items())))
     d = tmp_path / name
-    st = one_boot.boot_one(c, 11, d, 120, 256, NO_KVM)
+    st = one_boot.boot_one(c, 11, d, 120, 256, one_boot.NOT_ASKED)
     assert st["status"] == "ok", st
     p = records.parse_console((d / "console.log").read_bytes())
     assert p.ok, p.reason

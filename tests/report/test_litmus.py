@@ -107,7 +107,7 @@ def test_one_vcpu_is_refused_by_the_module(tmp_path):
     kernel_dir("x86_64", "acqrel")
     c = litmus.cell("x86_64", "tcg", "max", iters=10)
     c = c.replace(vcpus=1)
-    boot.boot_one(c, 1, tmp_path / "r", 300, 256, {"usable": False, "reason": "t", "booted": False})
+    boot.boot_one(c, 1, tmp_path / "r", 300, 256, boot.NOT_ASKED)
     p = records.parse_console((tmp_path / "r" / "console.log").read_bytes())
     assert not p.ok
     assert "workload=litmus needs two CPUs, the guest has 1 online" in p.reason, p.reason

@@ -15,7 +15,8 @@ import pytest
 
 from conftest import TOP, kernel_dir
 
-pytestmark = pytest.mark.guest
+# Markers per test: guest (boots, or the KVM probe's boot), kernel (no boot,
+# but write_matrix asks for a built kernel); the unmarked ones are host-only.
 
 MATRIX = """
 [run]
@@ -81,6 +82,7 @@ def qemus_for(path: Path) -> list[int]:
     return pids
 
 
+@pytest.mark.guest
 def test_hanging_guest_fails_its_run_and_the_matrix_goes_on(tmp_path):
     m = write_matrix(tmp_path, HANG + ATOMICS, timeout=12)
     r = subprocess.run(bench_cmd(tmp_path, m), env=ENV, capture_output=True, text=True, timeout=300)
@@ -98,6 +100,7 @@ def test_hanging_guest_fails_its_run_and_the_matrix_goes_on(tmp_path):
     assert f"failed: {hang_dir.name}: guest did not finish within 12 s" in summary, summary
 
 
+@pytest.mark.guest
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_kills_qemu_keeps_complete_runs_and_resumes(tmp_path, sig):
     m = write_matrix(tmp_path, ATOMICS, boots=4, reps=4)
@@ -130,6 +133,7 @@ def test_signal_kills_qemu_keeps_complete_runs_and_resumes(tmp_path, sig):
     assert len(runs_in_db(tmp_path)) == 4
 
 
+@pytest.mark.guest
 def test_second_bench_refuses_while_one_runs(tmp_path):
     m = write_matrix(tmp_path, ATOMICS, boots=3, reps=4)
     p = subprocess.Popen(bench_cmd(tmp_path, m), env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -148,6 +152,7 @@ def test_second_bench_refuses_while_one_runs(tmp_path):
     assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+@pytest.mark.kernel
 def test_unwritable_results_dir_is_refused_before_work(tmp_path):
     m = write_matrix(tmp_path, ATOMICS)
     cmd = bench_cmd(tmp_path, m)
@@ -158,6 +163,7 @@ def test_unwritable_results_dir_is_refused_before_work(tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.kernel
 def test_existing_but_unwritable_runs_dir_is_refused_before_work(tmp_path):
     # sysfs refuses new files even to root: a directory that exists but takes no writes
     m = write_matrix(tmp_path, ATOMICS)
@@ -177,9 +183,11 @@ def test_full_disk_is_refused_before_work(tmp_path, monkeypatch):
         bench.preflight(tmp_path / "db.sqlite", tmp_path / "runs")
 
 
+@pytest.mark.guest
 def test_kvm_asked_for_but_unusable_fails_with_the_probe_reason(tmp_path, monkeypatch):
     from qrwbench import matrix
     from qrwbench.run import bench, kvm
+    kernel_dir("x86_64", "acqrel")      # the probe boots it; unbuilt, that is the reason
     if kvm.static_check("x86_64")[0]:
         pytest.skip("this host has usable KVM")
     p = tmp_path / "m.toml"
@@ -191,6 +199,7 @@ def test_kvm_asked_for_but_unusable_fails_with_the_probe_reason(tmp_path, monkey
         bench.run_matrix(matrix.load(p), tmp_path / "db.sqlite", False, summary=False, runs=tmp_path / "runs")
 
 
+@pytest.mark.guest
 def test_a_short_real_bench_ends_with_the_two_summary_lines(tmp_path):
     """Two boots of one atomics cell (2 vCPUs, one op and smp_mb), and a
     calibration cell with the injected barrier: the output ends with the

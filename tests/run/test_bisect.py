@@ -37,15 +37,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD, TOP, missing
+from conftest import TOP, kernel_tree
 from qrwbench.results import store
 from qrwbench.report import regress
 from qrwbench.run import bisect, ktree, series
 
 import synth
 
-pytestmark = pytest.mark.guest
-SRC = BUILD / "src" / "linux"
+# Markers per test: guest (boots: bisect, bench-series), kernel (needs only
+# the tree build/src/linux); the unmarked ones are host-only (make check).
 BARRIERS = 1
 CELL = ("x86_64/tcg/max/acqrel/rwlock:write_pct=0,cs_work=0,think_work=0,nlocks=2,"
         "reps=48,duration_ms=10/2")
@@ -84,10 +84,9 @@ def commit_file(repo, path, text, message):
 def kernel_repo(tmp_path_factory):
     """build/src/linux at its HEAD + c1 harmless (a comment in spinlock.c),
     c2 smp_mb() in _raw_read_lock, c3 harmless (a documentation line)."""
-    if not (SRC / ".git").is_dir():
-        missing(f"{SRC} is not a kernel git tree")
+    src = kernel_tree()
     repo = tmp_path_factory.mktemp("kernel") / "linux.git"
-    subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(SRC), str(repo)],
+    subprocess.run(["git", "clone", "-q", "--bare", "--shared", str(src), str(repo)],
                    check=True, env=ENV)
     good = git(repo, "rev-parse", "HEAD")
     spin = git(repo, "show", "HEAD:kernel/locking/spinlock.c")
@@ -117,6 +116,7 @@ def bisected(kernel_repo, tmp_path_factory):
     return state, result
 
 
+@pytest.mark.guest
 def test_bisect_names_the_barrier_commit(bisected, kernel_repo):
     state, result = bisected
     assert result["first_bad"] == kernel_repo["c2"], result["output"][-3000:]
@@ -132,6 +132,7 @@ def test_bisect_names_the_barrier_commit(bisected, kernel_repo):
     assert {kernel_repo["good"], kernel_repo["c3"]} <= known
 
 
+@pytest.mark.guest
 def test_bench_series_judges_the_barrier_commit_a_regression_at_the_defaults(
         kernel_repo, tmp_path):
     """make bench-series over the comment commit and the barrier commit, 5
@@ -145,6 +146,7 @@ def test_bench_series_judges_the_barrier_commit_a_regression_at_the_defaults(
             in text and f"due to commit {kernel_repo['c2'][:12]}" in text), text
 
 
+@pytest.mark.guest
 def test_same_code_takes_the_verdict_of_the_commit_it_equals(bisected, kernel_repo):
     """The comment builds to GOOD's code, the barrier commit to BAD's (the
     documentation line changes no code): neither is booted."""
@@ -184,12 +186,14 @@ def one_error(p, *words):
         assert w in lines[0], (w, lines[0])
 
 
+@pytest.mark.kernel
 def test_unknown_commit_names_what_exists(kernel_repo):
     p = run_bisect("--good", "no-such-commit", "--bad", kernel_repo["c3"], "--cell", CELL,
                    kernel_src=kernel_repo["repo"])
     one_error(p, "GOOD", "no-such-commit", "unknown commit", "HEAD is")
 
 
+@pytest.mark.kernel
 def test_good_must_be_an_ancestor_of_bad(kernel_repo):
     p = run_bisect("--good", kernel_repo["c3"], "--bad", kernel_repo["good"], "--cell", CELL,
                    kernel_src=kernel_repo["repo"])
@@ -213,6 +217,7 @@ def test_dirty_kernel_tree_is_refused(tmp_path):
         series.bench_series(CELL, repo, frm="HEAD~1", to="HEAD", db=tmp_path / "r.sqlite")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("cell,words", [
     ("x86_64/tcg/max/acqrel/rwlock", ["need 6", "ARCH/ACCEL/CPU/VARIANT/WORKLOAD"]),
     ("sparc/tcg/max/acqrel/rwlock/1", ["unknown arch 'sparc'", "x86_64"]),
@@ -228,7 +233,9 @@ def test_bad_cell_names_what_exists(kernel_repo, cell, words):
     one_error(p, *words)
 
 
+@pytest.mark.kernel
 def test_make_bisect_reports_the_error_in_one_line():
+    kernel_tree()       # without it make bisect runs make tree first (a 2 GB extraction)
     p = subprocess.run(["make", "-s", "--no-print-directory", "bisect", "GOOD=no-such-commit",
                         "BAD=HEAD", f"CELL={CELL}"], cwd=TOP, capture_output=True, text=True,
                        timeout=300)
@@ -236,11 +243,31 @@ def test_make_bisect_reports_the_error_in_one_line():
     assert "qrwbench: error: GOOD 'no-such-commit': unknown commit" in p.stderr, p.stderr
 
 
+def stand_in_tree(repo: Path) -> Path:
+    """A git repository with only the files ktree.check_tree asks for, tagged
+    qrwbench-base: the kernel tree of a test that compares stored runs only."""
+    repo.mkdir()
+    git(repo, "init", "-q")
+    for f in ktree.KERNEL_FILES:
+        (repo / f).parent.mkdir(parents=True, exist_ok=True)
+        (repo / f).write_text("")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "stand-in kernel tree")
+    git(repo, "tag", "qrwbench-base")
+    return repo
+
+
+def run_series_compare(tmp_path, db):
+    """`qrwbench series --compare-only` on a stand-in tree (no build/src/linux needed)."""
+    return subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "series", "--cell", CELL, "--db", str(db),
+                           "--compare-only", "--kernel-src", str(stand_in_tree(tmp_path / "linux"))],
+                          env=PYENV, cwd=TOP, capture_output=True, text=True)
+
+
 def test_series_cell_matching_nothing_lists_what_exists(tmp_path):
     db = tmp_path / "r.sqlite"
     store.connect(db).close()
-    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "series", "--cell", CELL, "--db", str(db),
-                        "--compare-only"], env=PYENV, cwd=TOP, capture_output=True, text=True)
+    p = run_series_compare(tmp_path, db)
     assert p.returncode == 2
     assert p.stderr.startswith("qrwbench: error: CELL ") and "matches no stored runs" in p.stderr
     assert "cells with runs: none" in p.stderr
@@ -250,13 +277,13 @@ def test_series_cell_matching_nothing_lists_the_cells_that_have_runs(tmp_path):
     db = tmp_path / "r.sqlite"
     run = synth.atomics_run(tmp_path / "runs", "other", vcpus=2)
     assert store.import_run(str(db), run).status == "ok"
-    p = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "series", "--cell", CELL, "--db", str(db),
-                        "--compare-only"], env=PYENV, cwd=TOP, capture_output=True, text=True)
+    p = run_series_compare(tmp_path, db)
     assert p.returncode == 2
     assert "matches no stored runs" in p.stderr
     assert "cells with runs: x86_64/tcg/qemu64/acqrel/atomics/2" in p.stderr, p.stderr
 
 
+@pytest.mark.kernel
 def test_series_lists_from_and_each_commit_after_it(kernel_repo):
     shas = series.commits(kernel_repo["repo"], kernel_repo["good"], kernel_repo["c3"])
     assert shas == [kernel_repo[k] for k in ("good", "c1", "c2", "c3")]

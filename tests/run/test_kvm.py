@@ -11,7 +11,7 @@ from qrwbench import matrix
 from qrwbench.results import store
 from qrwbench.run import boot, ktree, perf
 
-pytestmark = pytest.mark.guest
+# Markers per test: guest (a boot, or the KVM probe's); the unmarked ones are host-only.
 PYENV = {"PYTHONPATH": str(TOP / "analysis"), "PATH": "/usr/bin:/bin"}
 
 
@@ -20,6 +20,7 @@ def verdict(arch):
     return boot.kvm_probe_one(arch)
 
 
+@pytest.mark.guest
 @pytest.mark.parametrize("arch", ["x86_64", "arm64"])
 def test_guest_under_kvm(arch, tmp_path):
     # through the CELL parser, before the skip: the op list is checked against
@@ -41,6 +42,7 @@ def test_guest_under_kvm(arch, tmp_path):
         assert exits and sum(r["value"] for r in exits) > 0, st["perf"]
 
 
+@pytest.mark.guest
 def test_accel_kvm_here_names_the_probe_reason(tmp_path):
     v = verdict("x86_64")
     if v["usable"]:
@@ -75,6 +77,7 @@ def nested_db(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.guest
 def test_arm64_guests_boot_under_nested_kvm_and_are_stored_apart(tmp_path, capsys):
     from qrwbench.run import nested
     db, runs = nested_db(tmp_path)
@@ -102,6 +105,7 @@ def test_arm64_guests_boot_under_nested_kvm_and_are_stored_apart(tmp_path, capsy
 
 
 @pytest.mark.slow
+@pytest.mark.guest
 def test_a_broken_kvm_command_line_fails_with_qemus_own_message(tmp_path, monkeypatch):
     """A GIC the L1 host lacks (TCG's GICv3 has no GICv2 compatibility): QEMU
     inside L1 refuses, its message is in the run's console, the run failed."""
@@ -124,6 +128,7 @@ def test_a_broken_kvm_command_line_fails_with_qemus_own_message(tmp_path, monkey
 
 
 @pytest.mark.slow
+@pytest.mark.guest
 def test_x86_64_guests_boot_under_nested_kvm_on_tcgs_svm(tmp_path):
     """kvm_amd in an L1 on TCG's SVM (-cpu max,-xsave: with XSAVE the L2
     kernel warns about the XSAVE size and the fault scan rejects the run)."""

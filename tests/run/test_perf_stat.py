@@ -92,7 +92,7 @@ def test_perf_stat_of_a_real_guest_boot_is_stored_and_reported(tmp_path, monkeyp
     monkeypatch.delenv("QRWB_PERF", raising=False)      # on by default
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 1,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
-    st = boot.boot_one(c, 1, tmp_path / "run", 60, 256, {"usable": False, "reason": "t", "booted": False})
+    st = boot.boot_one(c, 1, tmp_path / "run", 60, 256, boot.NOT_ASKED)
     assert st["status"] == "ok", st
     counts = json.loads((tmp_path / "run" / "status.json").read_text())["perf"]
     assert counts["stat"]["task-clock"]["value"] > 0 and "cycles" in counts["stat"]

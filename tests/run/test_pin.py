@@ -78,7 +78,7 @@ def test_pinned_guest_boot_is_recorded(tmp_path):
     c = Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2,
                     (("duration_ms", 2), ("ops", "atomic_add_return"), ("reps", 1)))
     st = boot.boot_one(c, 1, tmp_path / "run", 60, 256,
-                        {"usable": False, "reason": "t", "booted": False}, pin=True)
+                        boot.NOT_ASKED, pin=True)
     assert st["status"] == "ok", st
     assert st["pinning"]["pinned"] and len(st["pinning"]["threads"]) == 2
     conn = store.connect(tmp_path / "r.sqlite")

@@ -17,8 +17,8 @@ from qrwbench.run import remote
 from qrwbench.vocab import InputError
 from qrwbench.cell import Cell
 
-pytestmark = pytest.mark.guest
-
+# Markers per test: guest (boots over the loopback hosts), kernel (needs a
+# built kernel); the unmarked ones are host-only (make check).
 MATRIX = """
 [run]
 boots = {boots}
@@ -70,6 +70,7 @@ def runs_of(tmp_path):
     return rows, n
 
 
+@pytest.mark.guest
 def test_a_host_killed_mid_matrix_loses_no_run_and_nothing_counts_twice(tmp_path, hosts):
     """Eight boots on two hosts; host1 dies (sshd and its running boot
     killed) once it has finished one boot. Every boot ends up stored once,
@@ -117,6 +118,7 @@ def test_a_host_killed_mid_matrix_loses_no_run_and_nothing_counts_twice(tmp_path
     assert runs_of(tmp_path)[0] == rows
 
 
+@pytest.mark.guest
 def test_an_unreachable_host_is_left_out_with_its_reason(tmp_path, hosts):
     p = bench(tmp_path, hosts, "host0,nohost", 2)
     out = p.communicate(timeout=300)[0]
@@ -126,6 +128,7 @@ def test_an_unreachable_host_is_left_out_with_its_reason(tmp_path, hosts):
     assert [(s, h) for _, s, h, _ in rows] == [("ok", "host0")] * 2
 
 
+@pytest.mark.guest
 def test_no_reachable_host_is_a_one_line_error_before_any_boot(tmp_path, hosts):
     p = bench(tmp_path, hosts, "nohost", 2)
     out = p.communicate(timeout=120)[0]
@@ -183,6 +186,7 @@ def test_the_host_is_a_blocking_factor():
     assert len({c.family for c in cset.comparisons}) == 2
 
 
+@pytest.mark.kernel       # no boot, but the built kernel and initramfs (kernel_paths)
 def test_a_job_script_runs_qemu_under_timeout_with_the_hosts_tsc():
     from qrwbench.run import bench_remote
 
