@@ -10,6 +10,9 @@ import pytest
 
 from qrwbench import vocab
 
+# the fuzz tests' fixtures (fast_stats, golden) for every test file that names them
+pytest_plugins = ["fuzz"]
+
 TOP = Path(__file__).resolve().parents[1]
 BUILD = vocab.BUILD
 SRC = BUILD / "src" / "linux"           # the kernel tree (make tree)

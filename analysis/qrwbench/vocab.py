@@ -145,6 +145,11 @@ ORDERING_PROMISE = {"full": frozenset({"acquire", "release", "barrier"}),
 VARIANT_ORDER = ("allfull", "full", "acqrel", "acquire", "release", "relaxed", "unpatched")
 
 
+def variant_rank(v: str) -> tuple[int, str]:
+    """Sort key: VARIANT_ORDER first (most ordered first), others after, by name."""
+    return (VARIANT_ORDER.index(v) if v in VARIANT_ORDER else len(VARIANT_ORDER), v)
+
+
 def orderings() -> tuple[str, ...]:
     """Every ordering an atomics op has, in table order (full, acquire,
     release, relaxed): the variants of the atomics workload."""
@@ -355,7 +360,6 @@ TEST_WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "test")
 MODULE_WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "module")
 BASELINES = {n: WORKLOAD_TABLE[n].baseline for n in WORKLOADS}
 RESULT_IMPLS = {n: WORKLOAD_TABLE[n].impls for n in WORKLOADS}
-PLACEMENTS = {n: WORKLOAD_TABLE[n].placements for n in WORKLOADS}
 
 
 def workload(name: str) -> Workload:

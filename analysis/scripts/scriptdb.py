@@ -1,5 +1,6 @@
-"""The results DB a script of analysis/scripts reads: opened read-only in
-spirit (never created), bad input one line on stderr and exit status 2."""
+"""The results DB a script of analysis/scripts reads: opened read-only
+(store.connect_readonly: never created, upgraded or written, no side files),
+bad input one line on stderr and exit status 2."""
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def connect(path: str):
         _fail(f"{name}: error: expected a results DB path, got {path!r}"
               + (f" ({first[0]})" if first else ""))
     try:
-        return store.connect(path, create=False)
+        return store.connect_readonly(path)
     except QrwbenchError as exc:
         _fail(f"{name}: error: {exc}")
 

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench.results import store  # noqa: E402
 import scriptdb  # noqa: E402
 from qrwbench.report import selection  # noqa: E402
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from qrwbench.results import store  # noqa: E402
 import scriptdb  # noqa: E402
 from qrwbench.analysis import effects, perboot  # noqa: E402
 from qrwbench.report import selection  # noqa: E402

@@ -239,3 +239,17 @@ def test_archaudit_refuses_a_directory_that_is_no_object_build(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "is not an object build directory" in r.stderr
+
+
+def test_archaudit_refuses_an_object_build_without_its_objects_list(tmp_path):
+    """A build from before .qrwbench-objects-list is named, not audited with
+    a guessed list of objects."""
+    d = tmp_path / "x86_64-acqrel"
+    d.mkdir()
+    (d / ".qrwbench-objects").touch()
+    r = subprocess.run(["/usr/bin/python3", "-m", "qrwbench", "archaudit", "--out",
+                        str(tmp_path / "out"), str(d)], cwd=TOP, env=PYENV,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{d} has no {arch_audit.OBJECTS_LIST}" in r.stderr
+    assert not (tmp_path / "out").exists()

@@ -21,7 +21,7 @@ def test_config_has_exactly_the_requested_ordering(arch, variant):
     assert chosen == [f"CONFIG_QRWLOCK_ORDERING_{ORDERINGS[variant]}=y"]
     allow = "CONFIG_QRWLOCK_ORDERING_ALLOW_RELAXED=y" in cfg
     assert allow == (variant == "relaxed"), "the relaxed guard must be set only for relaxed"
-    assert f"CONFIG_NR_CPUS=64" in cfg and "CONFIG_ATOMIC64_SELFTEST=y" in cfg
+    assert "CONFIG_NR_CPUS=64" in cfg and "CONFIG_ATOMIC64_SELFTEST=y" in cfg
     # kernel/patches/0003: every RMW atomic fully ordered only in allfull
     assert ("CONFIG_ATOMICS_FULLY_ORDERED=y" in cfg) == (variant == "allfull")
 

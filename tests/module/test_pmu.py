@@ -103,8 +103,6 @@ def test_report_shows_guest_counters_and_why_not(tmp_path):
     conn = store.connect(tmp_path / "r.sqlite")
     for d in ("a", "x"):
         assert store.import_run(conn, tmp_path / d).status == "ok"
-    cyc = [s["cycles"] / s["ops"] for s in store.load_samples(conn)
-           if s["arch"] == "arm64" and s["op"] == "atomic_add_return" and s["copy"] == 0]
     out = report.build(tmp_path / "r.sqlite", tmp_path / "rep", n_resamples=200)
     md = open(out["markdown"]).read()
     section = md.split("### Guest PMU counters", 1)[1].split("\n\n", 2)[1]

@@ -249,7 +249,6 @@ def test_sweep_table_throughput_vs_vcpus():
 def test_the_console_table_fits_160_columns_and_keeps_every_row(results_db):
     """make bench's table (issue 28): long cells and verdicts wrap, nothing is cut."""
     from qrwbench.report import console
-    from qrwbench.cell import Cell
     db, _ = results_db
     r = report.compare_set(db, n_resamples=200)
     long = [c.__class__(**{**c.__dict__, "cell": c.cell.replace(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import fast_stats, golden, run_main, run_sql, sha  # noqa: F401 (fixtures)
+from fuzz import run_main, run_sql, sha
 from qrwbench import cli
 
 

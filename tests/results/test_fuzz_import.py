@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import synth
-from fuzz import (base_records, call_clean, fast_stats, mutate_console_bytes,  # noqa: F401
-                  mutate_records, nested_json, one_line, run_main, set_consistent_ops, short)
+from fuzz import (base_records, call_clean, mutate_console_bytes, mutate_records, nested_json,
+                  one_line, run_main, set_consistent_ops, short)
 from qrwbench import cli
 from qrwbench.results import store
 

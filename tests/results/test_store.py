@@ -253,3 +253,33 @@ def test_failed_run_is_replaced_by_a_successful_retry(tmp_path, db):
     assert not store.import_run(conn, failed).added      # ok is never overwritten
     conn.close()
     assert _count(db, "runs") == 1 and _count(db, "samples") == len(recs) - 1
+
+
+def test_readonly_open_writes_nothing(tmp_path, db):
+    """connect_readonly (the analysis scripts' open): samples are read, a
+    write is refused, and the directory and the DB's bytes are as before:
+    no -wal/-shm, no journal-mode switch."""
+    store.import_run(db, synth.atomics_run(tmp_path / "runs", "r"))
+    d = tmp_path / "results"
+    before, files = _sha(db), sorted(p.name for p in d.iterdir())
+    assert files == ["qrwbench.sqlite"]
+    conn = store.connect_readonly(db)
+    assert len(store.load_samples(conn)) == _count(db, "samples") > 0
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        conn.execute("DELETE FROM samples")
+    conn.close()
+    assert sorted(p.name for p in d.iterdir()) == files and _sha(db) == before
+
+
+def test_readonly_open_refuses_an_old_schema_untouched(tmp_path):
+    path = tmp_path / "v1.sqlite"
+    conn = sqlite3.connect(path)
+    for stmt in store.MIGRATIONS[1]:
+        conn.execute(stmt)
+    conn.execute("INSERT INTO schema_version VALUES (1)")
+    conn.commit()
+    conn.close()
+    before = _sha(path)
+    with pytest.raises(QrwbenchError, match="schema version 1"):
+        store.connect_readonly(path)
+    assert _sha(path) == before and sorted(p.name for p in tmp_path.iterdir()) == ["v1.sqlite"]

@@ -39,7 +39,6 @@ import pytest
 
 from conftest import TOP, kernel_tree
 from qrwbench.results import store
-from qrwbench.report import regress
 from qrwbench.run import bisect, ktree, series
 
 import synth
@@ -142,7 +141,7 @@ def test_bench_series_judges_the_barrier_commit_a_regression_at_the_defaults(
                                to=kernel_repo["c2"], db=db, runs_root=tmp_path / "runs")
     assert shas == [kernel_repo["c1"], kernel_repo["c2"]]
     text = series.comparison(CELL, shas, kernel_repo["repo"], db=db)
-    assert (f"regression of qrwbench.x86_64.tcg.rwlock.max.2v.kernel/module.rwlock.kernel"
+    assert ("regression of qrwbench.x86_64.tcg.rwlock.max.2v.kernel/module.rwlock.kernel"
             in text and f"due to commit {kernel_repo['c2'][:12]}" in text), text
 
 

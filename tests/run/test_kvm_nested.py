@@ -4,14 +4,12 @@ carries it to L1's shell intact, L1's console is read into the statuses the
 store judges, the probe judges L1's facts, and the report keeps nested runs
 apart. The boots themselves: tests/run/test_kvm.py (make test-slow)."""
 import json
-import shlex
 import subprocess
 
 import pytest
 
 import synth
 from conftest import TOP, first_error, kernel_dir, make
-from qrwbench.cell import Cell
 from qrwbench.errors import QrwbenchError
 from qrwbench.report import nested as report_nested
 from qrwbench.report import analyse, report, selection

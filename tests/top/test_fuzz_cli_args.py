@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import fast_stats, golden, nested_json, run_main, short  # noqa: F401 (fixtures)
+from fuzz import nested_json, run_main, short
 from qrwbench import cli
 
 

@@ -151,10 +151,7 @@ def audit_build(d: Path) -> dict:
         raise ValueError(f"{d}: unknown arch '{arch}'")
     cap = disasm.lse_cap(d) if vocab.build_arches()[arch].karch == "arm64" else None
     views = audit_object(d / PROBE_OBJ, arch, cap)
-    try:
-        objs = (d / OBJECTS_LIST).read_text().split()
-    except OSError:
-        objs = ["kernel/locking/qrwlock.o", "kernel/locking/spinlock.o"]
+    objs = (d / OBJECTS_LIST).read_text().split()
     others: dict[str, dict] = {}
     for obj in objs:
         if obj != PROBE_OBJ:
@@ -179,24 +176,10 @@ def audit_build(d: Path) -> dict:
     return out
 
 
-def groups(entries: dict[str, str]) -> list[list[str]]:
-    """Keys whose values (code hashes) are equal, groups of two or more, in
-    the order of ``entries``."""
-    by: dict[str, list[str]] = {}
-    for k, h in entries.items():
-        by.setdefault(h, []).append(k)
-    return [g for g in by.values() if len(g) >= 2]
-
-
-def _variant_key(v: str) -> int:
-    order = vocab.VARIANT_ORDER
-    return order.index(v) if v in order else len(order)
-
-
 def lock_rows(builds: list[dict]) -> dict[str, dict[str, dict]]:
     """{view: {variant: {path: record}}}, views by arch, variants most ordered first."""
     rows: dict[str, dict[str, dict]] = {}
-    for b in sorted(builds, key=lambda b: (b["arch"], _variant_key(b["variant"]))):
+    for b in sorted(builds, key=lambda b: (b["arch"], vocab.variant_rank(b["variant"]))):
         for view, v in b["views"].items():
             rows.setdefault(view, {})[b["variant"]] = v["paths"]
     return rows
@@ -210,11 +193,11 @@ def identical_variants(builds: list[dict]) -> list[dict]:
         paths = LOCK_PATHS + TRY_PATHS
         whole = {v: "|".join(p.get(n, {}).get("hash", "-") for n in paths)
                  for v, p in by_variant.items()}
-        for g in groups(whole):
+        for g in disasm.hash_groups(whole):
             out.append({"view": view, "path": "all", "variants": g})
-        alls = [set(g) for g in groups(whole)]
+        alls = [set(g) for g in disasm.hash_groups(whole)]
         for n in paths:
-            for g in groups({v: p[n]["hash"] for v, p in by_variant.items() if n in p}):
+            for g in disasm.hash_groups({v: p[n]["hash"] for v, p in by_variant.items() if n in p}):
                 if set(g) not in alls:          # more than the variants identical throughout
                     out.append({"view": view, "path": n, "variants": g})
     return out
@@ -227,7 +210,7 @@ def identical_orderings(builds: list[dict]) -> list[dict]:
     for b in _op_builds(builds):
         for view, v in b["views"].items():
             for op, ords in v["ops"].items():
-                for g in groups({o: r["hash"] for o, r in ords.items()}):
+                for g in disasm.hash_groups({o: r["hash"] for o, r in ords.items()}):
                     out.append({"view": view, "op": op, "orderings": g})
     return out
 
@@ -300,18 +283,19 @@ def format_op_table(builds: list[dict], op: str) -> list[str]:
     for b in _op_builds(builds):
         for view, v in b["views"].items():
             e = v["ops"].get(op, {})
-            same = "; ".join(" = ".join(g) for g in groups({o: r["hash"] for o, r in e.items()}))
-            rows.append([view] + [cell(e.get(o)) for o in ords] + [same or "-"])
-    return _table([op] + list(ords) + ["same code"], rows)
+            same = "; ".join(" = ".join(g) for g in disasm.hash_groups({o: r["hash"] for o, r in e.items()}))
+            rows.append([view, b["variant"]] + [cell(e.get(o)) for o in ords] + [same or "-"])
+    return _table([op, "variant"] + list(ords) + ["same code"], rows)
 
 
 def format_single_ops(builds: list[dict]) -> list[str]:
     """The ops with one ordering that are barriers or accesses (smp_mb, ...)."""
     ops = [op for op, ords in vocab.op_orderings().items()
            if len(ords) == 1 and ords[0] != "relaxed"]
-    rows = [[view] + [cell(v["ops"].get(op, {}).get(vocab.op_orderings()[op][0])) for op in ops]
+    rows = [[view, b["variant"]]
+            + [cell(v["ops"].get(op, {}).get(vocab.op_orderings()[op][0])) for op in ops]
             for b in _op_builds(builds) for view, v in b["views"].items()]
-    return _table(["arch"] + ops, rows)
+    return _table(["arch", "variant"] + ops, rows)
 
 
 def format_text(doc: dict, every_op: bool = False) -> str:
@@ -320,8 +304,9 @@ def format_text(doc: dict, every_op: bool = False) -> str:
              "in address order)", HARDWARE_TRUE, ""]
     lines += format_lock_table(builds)
     lines += format_same_paths(doc["identical_variants"])
-    lines += ["", "ordering instructions per atomic op and ordering (the upstream build, "
-                  f"{vocab.BASELINES['rwlock']}; every op: archaudit.txt)", HARDWARE_TRUE]
+    lines += ["", "ordering instructions per atomic op and ordering (one build per arch, the "
+                  f"upstream {vocab.BASELINES['rwlock']} where built: its variant on each row; "
+                  "every op: archaudit.txt)", HARDWARE_TRUE]
     ops = list(vocab.op_orderings()) if every_op else list(CONSOLE_OPS)
     for op in ops:
         if len(vocab.op_orderings()[op]) > 1:
@@ -392,6 +377,9 @@ def run(args) -> int:
                 d.name.split("-", 1)[0] not in vocab.build_arches():
             raise vocab.InputError(f"{d} is not an object build directory (no .qrwbench-objects "
                                    "of kernel/scripts/build-kernel.sh ARCH VARIANT --objects)")
+        if not (d / OBJECTS_LIST).exists():
+            raise vocab.InputError(f"{d} has no {OBJECTS_LIST} (built before the list existed: "
+                                   "rerun kernel/scripts/build-kernel.sh ARCH VARIANT --objects)")
     doc = run_audit(dirs)
     with outputs.replacing(out, "archaudit") as tmp:
         (tmp / "archaudit.json").write_text(json.dumps(doc, indent=1))

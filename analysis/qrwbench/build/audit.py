@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from .. import outputs, vocab
+from . import disasm
 from .disasm import Disasm, lse_cap
 from .module_audit import PAGE, audit_functions, audit_module
 
@@ -46,10 +47,7 @@ QRWLOCK_FUNCS = (
 
 def ordering_groups(entries: dict[str, str]) -> list[list[str]]:
     """Groups (size >= 2) of orderings whose code hashes are equal: {ordering: hash}."""
-    by = {}
-    for o, h in entries.items():
-        by.setdefault(h, []).append(o)
-    return [sorted(g) for g in by.values() if len(g) >= 2]
+    return [sorted(g) for g in disasm.hash_groups(entries)]
 
 
 def module_identical(mods: list[dict]) -> list[dict]:

@@ -99,6 +99,15 @@ def objdump_insns(out: str) -> list[tuple[str, str | None, int, str]]:
     return rows
 
 
+def hash_groups(entries: dict[str, str]) -> list[list[str]]:
+    """Keys whose values (code hashes) are equal, groups of two or more, in
+    the order of ``entries``."""
+    by: dict[str, list[str]] = {}
+    for k, h in entries.items():
+        by.setdefault(h, []).append(k)
+    return [g for g in by.values() if len(g) >= 2]
+
+
 def disassemble(elf: Path, arch: str, symbols: list[str] | None = None) -> dict[str, list[str]]:
     """{function: [instruction text, ...]} for the named symbols (all if None)."""
     # objdump takes one --disassemble=SYM; for several, disassemble all once.

@@ -35,7 +35,6 @@ from ..analysis import verdicts, windows  # noqa: E402
 
 PER_FIGURE = 12          # panels per figure
 MAX_FIGURES = 40         # per plot kind; the report says when more were left out
-_VARIANT_ORDER = vocab.VARIANT_ORDER
 SAVE_KW = {"bbox_inches": "tight", "pad_inches": 0.1}     # nothing outside is cut
 
 
@@ -69,13 +68,9 @@ def _slug(text: str) -> str:
     return slug
 
 
-def _variant_key(v: str):
-    return (_VARIANT_ORDER.index(v) if v in _VARIANT_ORDER else len(_VARIANT_ORDER), v)
-
-
 def _colors(variants):
     cmap = plt.get_cmap("tab10")
-    return {v: cmap(i % 10) for i, v in enumerate(sorted(set(variants), key=_variant_key))}
+    return {v: cmap(i % 10) for i, v in enumerate(sorted(set(variants), key=vocab.variant_rank))}
 
 
 def _save(fig, out_dir: Path, name: str) -> str:
@@ -141,7 +136,7 @@ def _sweep(samples, x_field: str, drop_params: tuple, n_resamples: int):
 
 def _draw_sweep(ax, series, colors, xlabel):
     oc_drawn = False
-    for v in sorted(series, key=_variant_key):
+    for v in sorted(series, key=vocab.variant_rank):
         pts = series[v]
         xs = np.array(sorted(pts), dtype=float)
         med = np.array([pts[x][0].median for x in sorted(pts)]) / 1e6
@@ -228,7 +223,7 @@ def ratio_bars(comparisons, out_dir, *, overcommitted_cells=frozenset()) -> list
     colors = {verdicts.FASTER: "tab:green", verdicts.SLOWER: "tab:red",
               verdicts.EQUIVALENT: "tab:blue"}
     for key, comps in sorted(groups.items()):
-        comps.sort(key=lambda c: (c.cell, _variant_key(c.variant)))
+        comps.sort(key=lambda c: (c.cell, vocab.variant_rank(c.variant)))
         for start in range(0, len(comps), 40):
             if len(written) >= MAX_FIGURES:
                 return written
@@ -306,7 +301,7 @@ def fairness_plot(fair_rows, out_dir) -> list[str]:
         groups[(c.arch, c.accel, c.cpu, c.workload)][(c, r["variant"])].append(r)
     written = []
     for key, rows in sorted(groups.items()):
-        items = sorted(rows.items(), key=lambda kv: (kv[0][0], _variant_key(kv[0][1])))
+        items = sorted(rows.items(), key=lambda kv: (kv[0][0], vocab.variant_rank(kv[0][1])))
         for start in range(0, len(items), 40):
             if len(written) >= MAX_FIGURES:
                 return written

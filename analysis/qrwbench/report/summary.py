@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from .. import vocab
 from . import labels, litmus, tables
 
-_ORDER = vocab.VARIANT_ORDER
 
 
 @dataclass
@@ -58,10 +57,6 @@ def target_key(cell) -> str:
             + (f" @{cell.host}" if cell.host else ""))
 
 
-def _variant_key(v: str):
-    return (_ORDER.index(v) if v in _ORDER else len(_ORDER), v)
-
-
 def entry(c, audit) -> Entry:
     t = c.test
     lab = labels.label(c, audit)
@@ -90,7 +85,7 @@ def _grid(comps, audit, row_of) -> Grid:
         cells[name].setdefault(c.baseline, Entry("baseline"))
         columns |= {c.variant, c.baseline}
     rows = sorted(order, key=lambda n: (order[n][0], [str(x).zfill(8) for x in order[n][1]]))
-    return Grid(sorted(columns, key=_variant_key), rows, dict(cells), fixed)
+    return Grid(sorted(columns, key=vocab.variant_rank), rows, dict(cells), fixed)
 
 
 def _op_row(cell):

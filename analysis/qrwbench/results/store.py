@@ -178,6 +178,43 @@ def _check_access(path: Path) -> None:
                             "it writable or copy the DB elsewhere")
 
 
+def connect_readonly(path) -> sqlite3.Connection:
+    """An existing results DB opened so that nothing is written: no WAL
+    switch, no schema upgrade (an older schema is refused), no side files
+    created. Without a ``-wal`` file the DB is opened immutable (SQLite then
+    creates no ``-wal``/``-shm``); with one, read-only, reading its pages."""
+    path = Path(path)
+    if not path.is_file():
+        raise QrwbenchError(f"no results DB at {path} (import runs first: "
+                            "make bench, or python3 -m qrwbench import RUN_DIR)")
+    if not os.access(path, os.R_OK):
+        raise QrwbenchError(f"results DB {path} is not readable by this user")
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=60.0,
+                               isolation_level=None)
+    except sqlite3.Error as exc:
+        raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
+    try:
+        version = _schema_version(conn, path)
+        if version == 0:
+            raise QrwbenchError(f"{path} holds no qrwbench results (an empty database)")
+        if version != SCHEMA_VERSION:
+            raise QrwbenchError(
+                f"results DB {path} has schema version {version}, this qrwbench reads "
+                f"{SCHEMA_VERSION} only when opening read-only; upgrade a copy with "
+                "python3 -m qrwbench report --db COPY")
+        conn.row_factory = sqlite3.Row
+    except QrwbenchError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise QrwbenchError(f"results DB {path}: {exc}") from None
+    return conn
+
+
 def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
     """Open (and with ``create``, create) the results DB, upgrading its schema.
 

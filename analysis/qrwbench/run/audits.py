@@ -107,7 +107,8 @@ def ensure_emulator(targets: set, log=print) -> Path | None:
     want = targets | covered
     vcpus = tuple(sorted({v for _, _, v in want}))
     cpus = {(a, c) for a, c, _ in want}
-    log(f"bench: emulator audit: {len(cpus) * len(vcpus) * 2} short boots under QEMU's "
+    boots = len(cpus) * len(vcpus) * len(emuaudit.WORKLOADS)
+    log(f"bench: emulator audit: {boots} short boots under QEMU's "
         f"translation log ({', '.join(f'{a}/{c}' for a, c in sorted(cpus))}; "
         f"{', '.join(map(str, vcpus))} vCPUs; output in {EMULATOR})")
     emuaudit.write(EMULATOR, vcpus, cpus, inputs=inputs,

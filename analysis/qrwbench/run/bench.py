@@ -160,7 +160,7 @@ def runnable_cells(m: matrix.Matrix, verdicts: dict) -> list[Cell]:
 
 def calibrating(cells: list[Cell], samples: list) -> list:
     """The calibration cells whose injected barrier was not found yet."""
-    from ..analysis import calibration, compare, planner
+    from ..analysis import calibration, planner
     missed = planner.missed_barrier_targets(calibration.aa_control(samples, boots=False))
     return sorted(c.key() for c in cells if c.params_dict().get("aa_inject_mb")
                   and (c.arch, c.accel, c.cpu, c.vcpus) in missed)
@@ -183,7 +183,7 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     ``executor`` (default: here, executor.Local); store the plan, print the
     totals and (``summary``) the comparison. 1 when any boot failed."""
     # numpy and scipy only here: `--plan` runs before `make deps` installed them
-    from ..analysis import calibration, compare, planner
+    from ..analysis import compare, planner
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     executor = executor or Local()
