@@ -212,7 +212,7 @@ class Remote:
         todo = [job for b in batch.boots if (job := progress.claim(b)) is not None]
         if not todo:
             return []
-        print(f"{batch.name}: {len(todo)} boots on {self.width()} hosts "
+        print(f"{batch.name}: {len(todo)} boots on {self.width} hosts "
               f"(GNU parallel; its log: {progress.runs / '.remote'})", flush=True)
         before = progress.measured
 
