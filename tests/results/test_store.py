@@ -165,14 +165,19 @@ def test_newer_schema_is_refused_untouched(tmp_path, db):
     assert _sha(db) == before
 
 
-def test_old_schema_is_migrated(tmp_path):
-    path = str(tmp_path / "v1.sqlite")
+def _v1_db(path):
+    """A results DB of schema version 1 at ``path``."""
     conn = sqlite3.connect(path)
     for stmt in store.MIGRATIONS[1]:
         conn.execute(stmt)
     conn.execute("INSERT INTO schema_version VALUES (1)")
     conn.commit()
     conn.close()
+    return path
+
+
+def test_old_schema_is_migrated(tmp_path):
+    path = _v1_db(str(tmp_path / "v1.sqlite"))
     store.import_run(path, synth.atomics_run(tmp_path / "runs", "r"))
     conn = store.connect(path)
     version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
@@ -272,13 +277,7 @@ def test_readonly_open_writes_nothing(tmp_path, db):
 
 
 def test_readonly_open_refuses_an_old_schema_untouched(tmp_path):
-    path = tmp_path / "v1.sqlite"
-    conn = sqlite3.connect(path)
-    for stmt in store.MIGRATIONS[1]:
-        conn.execute(stmt)
-    conn.execute("INSERT INTO schema_version VALUES (1)")
-    conn.commit()
-    conn.close()
+    path = _v1_db(tmp_path / "v1.sqlite")
     before = _sha(path)
     with pytest.raises(QrwbenchError, match="schema version 1"):
         store.connect_readonly(path)

@@ -178,6 +178,35 @@ def _check_access(path: Path) -> None:
                             "it writable or copy the DB elsewhere")
 
 
+def _open(path: Path, target: str, settle) -> sqlite3.Connection:
+    """sqlite3.connect(target) with the store's settings, then ``settle(conn,
+    version)`` (the mode's checks); any failure is a QrwbenchError and closes
+    the connection."""
+    try:
+        conn = sqlite3.connect(target, timeout=60.0, isolation_level=None,
+                               uri=target.startswith("file:"))
+    except sqlite3.Error as exc:
+        raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
+    # the store writes UTF-8 only: bytes that are not are damage, shown, not raised
+    conn.text_factory = lambda b: b.decode("utf-8", "replace")
+    try:
+        version = _schema_version(conn, path)
+        conn.row_factory = sqlite3.Row
+        settle(conn, version)
+    except QrwbenchError:
+        conn.close()
+        raise
+    except sqlite3.Error as exc:
+        conn.close()
+        raise QrwbenchError(f"results DB {path}: {exc}") from None
+    return conn
+
+
+def _no_results(path) -> QrwbenchError:
+    return QrwbenchError(f"{path} holds no qrwbench results (an empty database): "
+                         "import runs first (make bench, or python3 -m qrwbench import)")
+
+
 def connect_readonly(path) -> sqlite3.Connection:
     """An existing results DB opened so that nothing is written: no WAL
     switch, no schema upgrade (an older schema is refused), no side files
@@ -189,30 +218,17 @@ def connect_readonly(path) -> sqlite3.Connection:
                             "make bench, or python3 -m qrwbench import RUN_DIR)")
     if not os.access(path, os.R_OK):
         raise QrwbenchError(f"results DB {path} is not readable by this user")
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True, timeout=60.0,
-                               isolation_level=None)
-    except sqlite3.Error as exc:
-        raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
-    conn.text_factory = lambda b: b.decode("utf-8", "replace")
-    try:
-        version = _schema_version(conn, path)
+
+    def settle(conn, version):
         if version == 0:
-            raise QrwbenchError(f"{path} holds no qrwbench results (an empty database)")
+            raise _no_results(path)
         if version != SCHEMA_VERSION:
             raise QrwbenchError(
                 f"results DB {path} has schema version {version}, this qrwbench reads "
                 f"{SCHEMA_VERSION} only when opening read-only; upgrade a copy with "
                 "python3 -m qrwbench report --db COPY")
-        conn.row_factory = sqlite3.Row
-    except QrwbenchError:
-        conn.close()
-        raise
-    except sqlite3.Error as exc:
-        conn.close()
-        raise QrwbenchError(f"results DB {path}: {exc}") from None
-    return conn
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+    return _open(path, f"{path.resolve().as_uri()}?{mode}", settle)
 
 
 def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
@@ -238,36 +254,22 @@ def connect(path=None, *, create: bool = True) -> sqlite3.Connection:
         raise QrwbenchError(f"results DB path {path} is a directory")
     else:
         _check_access(path)
-    try:
-        conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise QrwbenchError(f"cannot open results DB {path}: {exc}") from None
-    # the store writes UTF-8 only: bytes that are not are damage, shown, not raised
-    conn.text_factory = lambda b: b.decode("utf-8", "replace")
-    try:
-        version = _schema_version(conn, path)
+
+    def settle(conn, version):
         if version > SCHEMA_VERSION:
             raise QrwbenchError(
                 f"results DB {path} has schema version {version}, newer than this "
                 f"qrwbench supports ({SCHEMA_VERSION}); use a newer qrwbench or "
                 "another RESULTS_DB")
         if version == 0 and not create:
-            raise QrwbenchError(f"{path} holds no qrwbench results (an empty database): "
-                                "import runs first (make bench, or python3 -m qrwbench import)")
-        conn.row_factory = sqlite3.Row
+            raise _no_results(path)
         conn.execute("PRAGMA foreign_keys = ON")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise QrwbenchError(f"results DB {path}: cannot switch to WAL mode ({mode})")
         if version < SCHEMA_VERSION:
             _migrate(conn, path)
-    except QrwbenchError:
-        conn.close()
-        raise
-    except sqlite3.Error as exc:
-        conn.close()
-        raise QrwbenchError(f"results DB {path}: {exc}") from None
-    return conn
+    return _open(path, str(path), settle)
 
 
 def _conn(db):
