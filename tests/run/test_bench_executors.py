@@ -102,6 +102,7 @@ def test_run_matrix_hands_the_first_boots_then_the_planners_rounds_to_its_execut
     out = capsys.readouterr().out
     assert f"bench: {len(given)} runs ok, 0 failed, 0 already done" in out
     assert "bench: round 1: " in out
+    assert "bench: host load: not measured" in out     # the recorder boots nothing
 
     # again on the same store: the same first boots, each one claimed and skipped
     again = Recorder()

@@ -220,3 +220,7 @@ def test_a_short_real_bench_ends_with_the_two_summary_lines(tmp_path):
     assert re.fullmatch(r"calibration: A/A \d+ of \d+ significant at alpha 0\.05; "
                         r"injected barrier detected \d+ of [1-9]\d*", lines[-1]), lines[-1]
     assert any(l.startswith("bench: cells ended by ") for l in lines), r.stdout[-2000:]
+    assert any(re.fullmatch(r"bench: host load: other processes used a median \d+ % \(max \d+ %\) "
+                            r"of the host's \d+ CPUs during \d+ boots, hypervisor steal a median "
+                            r"\d+ %; a busy host widens every interval \(docs/validity\.md\)", l)
+               for l in lines), r.stdout[-2000:]

@@ -31,7 +31,7 @@ from .. import matrix, vocab
 from ..vocab import TOP, InputError
 from ..cell import Cell
 from ..results import store
-from . import bench_remote, boot, provenance, qemu, remote
+from . import bench_remote, boot, hostload, provenance, qemu, remote
 from .executor import Batch, Executor, Local, Progress
 
 RUNS = Path(os.environ.get("QRWB_RUNS", vocab.BUILD / "runs"))
@@ -250,6 +250,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
         print("bench: cells ended by " + ", ".join(f"{k} {n}" for k, n in sorted(ends.items())))
     for rid, why in progress.failures:
         print(f"  failed: {rid}: {why}")
+    if progress.measured:       # what the summary lines below were measured beside
+        print(f"bench: {hostload.summary_line(progress.host_loads)}")
     if summary:
         from ..report import report
         try:

@@ -22,7 +22,7 @@ from .. import matrix, outputs, vocab
 from ..vocab import InputError
 from ..cell import Cell
 from ..results import rundir
-from . import kvm, perf, provenance, qemu
+from . import hostload, kvm, perf, provenance, qemu
 from . import pin as pinmod
 
 NOT_ASKED = {"usable": False, "reason": "not asked for", "booted": False}
@@ -95,7 +95,9 @@ def boot_one(cell: Cell, seed: int, run_dir: Path, timeout_s: int, mem_mb: int,
     (run_dir / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True) + "\n")
     prefix, perf_note = (wrap, {"stat": "not run: QEMU ran under " + wrap[0] + " " + wrap[1]}) \
         if wrap else perf_prefix(cell, run_dir)
+    before = hostload.mark()
     status = qemu.boot(prefix + cmd, run_dir, timeout_s, pin=pin_plan)
+    status["host_load"] = hostload.between(before, hostload.mark(), vocab.host_cpus())
     status["perf"] = collect_perf(run_dir, perf_note)
     if pin and not status.get("pinning", {}).get("pinned") and status["status"] == "ok":
         status.update(status="failed", reason=f"asked to pin vCPUs: {status['pinning']['reason']}")

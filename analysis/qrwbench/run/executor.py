@@ -63,6 +63,7 @@ class Progress:
         self.run_cell: dict[str, str] = {}
         self.done, self.skipped = 0, 0
         self.failures: list[tuple[str, str]] = []      # (run id, reason)
+        self.host_loads: list[dict] = []                # status["host_load"] of each boot
         self.t0 = time.monotonic()
 
     def claim(self, b: matrix.Boot) -> Job | None:
@@ -80,6 +81,7 @@ class Progress:
         state = self.plan.state(job.boot.cell.key())
         if st.get("wall_s"):
             state.boot_s.append(float(st["wall_s"]))
+        self.host_loads.append(st.get("host_load") or {})
         if st["status"] == "ok":
             self.done += 1
         else:
