@@ -41,6 +41,13 @@ def results_db(tmp_path_factory):
     bad = synth.write_run(runs, "a1-broken", synth.console(
         [synth.begin()] + synth.results(rng=np.random.default_rng(0)), end=False),
         rig_commit="2" * 40, started_at="2026-12-02T02:00:00Z")
+    # the reported rig's runs were measured beside other work (run/hostload.py)
+    for other, run in zip((0.1, 0.2, 0.3, 0.4),
+                          [r for r in made if r.name.startswith(("a1-", "rw1-"))]):
+        st = json.loads((run / "status.json").read_text())
+        st["host_load"] = {"measured": True, "wall_s": 5.0, "cpus": 2, "other_frac": other,
+                           "steal_frac": 0.02}
+        (run / "status.json").write_text(json.dumps(st))
     for run in made + [bad]:
         store.import_run(db, run)
     return db, tmp
@@ -88,6 +95,13 @@ def test_caveats_name_the_backend_and_the_kvm_reason(built_report, page):
     text = built_report[3] if page == "html" else built_report[4]
     assert analyse.TCG_CAVEAT in text
     assert "KVM unavailable on this host: kvm_pvm module: no hardware virtualization" in text
+
+
+@pytest.mark.parametrize("page", ["html", "md"])
+def test_caveats_give_the_host_load_of_the_boots(built_report, page):
+    text = built_report[3] if page == "html" else built_report[4]
+    assert ("host load: other processes used a median 25 % (max 40 %) of the host's 2 CPUs "
+            "during 4 boots, hypervisor steal a median 2 %") in text
 
 
 @pytest.mark.parametrize("page", ["html", "md"])

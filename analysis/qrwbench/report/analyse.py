@@ -5,6 +5,7 @@ computed before anything is written (:class:`Analysis`)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from .. import matrix, vocab
@@ -13,6 +14,7 @@ from ..results import store
 from ..analysis import (calibration, codeid, compare, fairness, history, noise, planner,
                         windows)
 from ..defaults import ALPHA
+from ..run import hostload
 from . import litmus, nested, tables
 from .selection import Selection, select
 
@@ -37,6 +39,15 @@ class Analysis:
     nested: tables.Table | None = None      # make kvm-nested's runs, listed apart
 
 
+def _host_load(run: dict) -> dict:
+    """A run's status.json host_load (run/hostload.py); {} where absent or damaged."""
+    try:
+        load = json.loads(run.get("status_json") or "{}").get("host_load")
+    except (ValueError, AttributeError):
+        return {}
+    return load if isinstance(load, dict) else {}
+
+
 def caveats(sel: Selection, cset, aa, audit) -> list[str]:
     """The caveats that apply to the selection's comparisons: the backend (TCG,
     KVM unavailable), overcommitted, dirty or failed runs, a missing audit and
@@ -53,6 +64,9 @@ def caveats(sel: Selection, cset, aa, audit) -> list[str]:
     if oc:
         out.append(f"{oc} runs were overcommitted (more vCPUs than host CPUs): their "
                    "points are marked; contention numbers there include host scheduling")
+    loads = [_host_load(r) for r in ok_runs]
+    if any(x.get("measured") for x in loads):
+        out.append(hostload.summary_line(loads))
     dirty = sum(1 for r in ok_runs if r["rig_dirty"])
     if dirty:
         out.append(f"{dirty} runs were made from a dirty rig tree")
