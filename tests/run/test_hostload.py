@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import synth
+from qrwbench.analysis import hostload as loadline
 from qrwbench.run import boot, hostload, qemu
 from qrwbench.cell import Cell
 
@@ -57,10 +58,10 @@ def test_a_process_beside_the_bench_is_counted_as_other():
 def test_summary_line_gives_median_and_max():
     loads = [{"measured": True, "cpus": 2, "other_frac": f, "steal_frac": 0.01}
              for f in (0.10, 0.50, 0.30)] + [{"measured": False, "reason": "x"}, {}]
-    line = hostload.summary_line(loads)
+    line = loadline.summary_line(loads)
     assert line.startswith("host load: other processes used a median 30 % (max 50 %) "
                            "of the host's 2 CPUs during 3 boots, hypervisor steal a median 1 %")
-    assert "not measured" in hostload.summary_line([{}, {"measured": False}])
+    assert "not measured" in loadline.summary_line([{}, {"measured": False}])
 
 
 def test_a_boot_records_its_host_load(tmp_path, monkeypatch):
@@ -86,3 +87,14 @@ def test_a_boot_records_its_host_load(tmp_path, monkeypatch):
     cpus = saved["cpus"]
     assert saved == {"measured": True, "wall_s": 4.0, "cpus": cpus,
                      "other_frac": round(min(3.0 / (4.0 * cpus), 1.0), 4), "steal_frac": 0.0}
+
+
+def test_the_load_now_is_sampled_and_said(monkeypatch):
+    marks = iter([hostload.Mark(0.0, 10.0, 0.0, 1.0), hostload.Mark(2.0, 13.0, 0.1, 1.0)])
+    monkeypatch.setattr(hostload, "mark", lambda: next(marks))
+    monkeypatch.setattr(hostload.time, "sleep", lambda s: None)
+    assert hostload.now_line(2.0, cpus=2) == (
+        "host load now: other processes use 75 % of the host's 2 CPUs (2 s sample), steal 2 %; "
+        "every interval will be wider than on a quiet host")
+    monkeypatch.setattr(hostload, "mark", lambda: None)
+    assert hostload.now_line(2.0, cpus=2).startswith("host load now: not measured (")

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from .. import matrix, vocab
 from ..cell import Cell
 from ..results import store
-from ..analysis import (calibration, codeid, compare, fairness, history, noise, planner,
-                        windows)
+from ..analysis import (calibration, codeid, compare, fairness, history, hostload, noise,
+                        planner, windows)
 from ..defaults import ALPHA
-from ..run import hostload
 from . import litmus, nested, tables
 from .selection import Selection, select
 

@@ -201,6 +201,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     plan = planner.Plan({"in-boot": m.target_pct, "kernel": m.kernel_target_pct},
                         m.max_boots, m.budget_min * 60.0 if m.budget_min else math.inf)
     progress = Progress(plan, conn, runs, rig, nonce, fresh, m.pin)
+    if executor.width == 1:     # boots here (several hosts: each host's own load)
+        print(f"bench: {hostload.now_line(cpus=vocab.host_cpus())}", flush=True)
     print(f"bench: {len(boots)} first boots of {len(cells)} cells from {m.path} "
           f"(rig {rig['rig_commit'][:12]}{'+dirty' if rig['rig_dirty'] else ''}); runs in {runs}"
           + (f"; then more boots per cell (up to {m.max_boots}) until the CIs reach "
@@ -251,7 +253,8 @@ def run_matrix(m: matrix.Matrix, db: Path, fresh: bool, summary: bool = True, ru
     for rid, why in progress.failures:
         print(f"  failed: {rid}: {why}")
     if progress.measured:       # what the summary lines below were measured beside
-        print(f"bench: {hostload.summary_line(progress.host_loads)}")
+        from ..analysis import hostload as loads
+        print(f"bench: {loads.summary_line(progress.host_loads)}")
     if summary:
         from ..report import report
         try:

@@ -12,14 +12,14 @@ QEMU runs:
 - ``steal_frac``: the time the hypervisor gave this VM's CPUs to others
   (/proc/stat "steal"), over the same.
 
-status.json holds them as ``host_load``; `make bench` prints their median and
-maximum over its boots. Boots on other hosts (HOSTS=) are not measured here.
+status.json holds them as ``host_load``; `make bench` and the report give their
+median and maximum over the boots (analysis/hostload.py). Boots on other
+hosts (HOSTS=) are not measured here.
 """
 from __future__ import annotations
 
 import os
 import resource
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,14 +70,16 @@ def between(a: Mark | None, b: Mark | None, cpus: int) -> dict:
             "steal_frac": round(min(max(b.steal_s - a.steal_s, 0.0) / (wall * cpus), 1.0), 4)}
 
 
-def summary_line(loads: list[dict]) -> str:
-    """One line on the boots' host load (``status["host_load"]`` of each)."""
-    got = [x for x in loads if x and x.get("measured")]
-    if not got:
-        return "host load: not measured (boots on other hosts, or /proc/stat unreadable)"
-    other = [x["other_frac"] * 100 for x in got]
-    steal = [x["steal_frac"] * 100 for x in got]
-    return (f"host load: other processes used a median {statistics.median(other):.0f} % "
-            f"(max {max(other):.0f} %) of the host's {got[0]['cpus']} CPUs during "
-            f"{len(got)} boots, hypervisor steal a median {statistics.median(steal):.0f} %; "
-            "a busy host widens every interval (docs/validity.md)")
+def now_line(seconds: float = 1.0, cpus: int | None = None) -> str:
+    """One line on what other processes use right now (a ``seconds`` sample
+    before the first boot), so a busy host is seen before 30 minutes go."""
+    cpus = cpus or os.cpu_count() or 1
+    a = mark()
+    time.sleep(seconds)
+    load = between(a, mark(), cpus)
+    if not load["measured"]:
+        return f"host load now: not measured ({load['reason']})"
+    return (f"host load now: other processes use {load['other_frac'] * 100:.0f} % of the "
+            f"host's {cpus} CPUs ({seconds:g} s sample), steal {load['steal_frac'] * 100:.0f} %"
+            + ("; every interval will be wider than on a quiet host" if load["other_frac"] >= 0.1
+               else ""))
