@@ -209,9 +209,9 @@ static void worker(const struct prog *p, struct prog_shm *shm, int idx, int cpu,
 	w->ops = ops;
 	w->reads = reads;
 	w->writes = writes;
-	/* every worker stays until all are done: their pids stay valid (sigio) */
+	/* every worker stays until the init lets them go: their pids stay valid (sigio) */
 	__atomic_add_fetch(&shm->ndone, 1, __ATOMIC_RELEASE);
-	while (__atomic_load_n(&shm->ndone, __ATOMIC_ACQUIRE) < shm->nthreads)
+	while (!__atomic_load_n(&shm->release, __ATOMIC_ACQUIRE))
 		sched_yield();
 	my_syscall1(__NR_exit, 0);
 }
@@ -232,6 +232,7 @@ static int window(const struct prog *p, struct prog_shm *shm, const int *cpus,
 	shm->go = 0;
 	shm->nready = 0;
 	shm->ndone = 0;
+	shm->release = 0;
 	if (p->setup) {
 		ret = p->setup(shm);
 		if (ret < 0)
@@ -264,7 +265,23 @@ static int window(const struct prog *p, struct prog_shm *shm, const int *cpus,
 		shm->t_start = now_ns() + warm;
 		shm->t_end = shm->t_start + dur;
 		__atomic_store_n(&shm->go, 1, __ATOMIC_RELEASE);
+		/*
+		 * Asleep through the window; then, every millisecond, until every
+		 * worker is done or one has died (which the reaping below reports).
+		 */
+		t = (shm->t_end - now_ns()) / 1000000;
+		if (t > 0 && t < 3600000)
+			msleep(t + 1);
+		while (bad < 0 && __atomic_load_n(&shm->ndone, __ATOMIC_ACQUIRE) < n) {
+			for (t = 0; t < n && bad < 0; t++)
+				if (!reaped[t] && (reaped[t] = waitpid(shm->w[t].pid, &st[t], NOHANG) ==
+						   shm->w[t].pid))
+					bad = t;
+			if (bad < 0)
+				msleep(1);
+		}
 	}
+	__atomic_store_n(&shm->release, 1, __ATOMIC_RELEASE);
 	/* reap every worker; the first that did not end well fails the run */
 	for (t = 0; t < n && shm->w[t].pid > 0; t++) {
 		if (!reaped[t] && waitpid(shm->w[t].pid, &st[t], 0) != shm->w[t].pid) {

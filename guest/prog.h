@@ -30,6 +30,7 @@ struct prog_shm {
 	volatile int go;
 	volatile int nready;
 	volatile int ndone;		/* workers past their window */
+	volatile int release;		/* the init lets them exit */
 	unsigned long long t_start, t_end;
 	int nthreads;
 	unsigned int write_pct;		/* the program's write-side share, if any */
