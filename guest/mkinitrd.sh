@@ -65,6 +65,9 @@ fi
 #    the module's bench/module/qrwb_programs.def and qrwb_params.def)
 cflags=(-static -nostdlib -fno-stack-protector -Os -Wall -Wextra -Werror
 	-isystem "$gdir/uapi/include" -include "$nolibc/nolibc.h" -I "$top/bench/module")
+# arm64: the programs' __atomic builtins inline (gcc's outline atomics need
+# libgcc's getauxval-based LSE probe, which nolibc has not)
+[ "$karch" = arm64 ] && cflags+=(-mno-outline-atomics)
 isrcs=("$top/guest/init.c" "$top"/guest/prog*.c)
 istamp=$gdir/init.stamp
 ihash=$( { cat "${isrcs[@]}" "$top"/guest/prog.h "$top"/bench/module/qrwb_programs.def \
