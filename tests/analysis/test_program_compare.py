@@ -51,3 +51,22 @@ def test_the_summary_lines_count_program_comparisons(program_db):
     text = report.compare_text(program_db, commit="all", n_resamples=200)
     assert "forkwait" in text
     assert "comparisons:" in text or "calibration" in text
+
+
+def test_does_it_matter_puts_the_program_beside_the_loop_level_kernel_builds(program_db,
+                                                                           tmp_path):
+    from qrwbench.report import matters
+    runs = tmp_path / "rw"
+    for b in range(2):
+        for kv in ("acqrel", "full"):
+            store.import_run(program_db, synth.rwlock_run(
+                runs, f"rw{b}-{kv}", kernel_variant=kv, write_pcts=(10,), reps=4,
+                started_at=f"2026-12-0{b + 1}T01:00:00Z"))
+    cset = report.compare_set(program_db, commit="all", n_resamples=200).cset
+    t = matters.table(cset)
+    assert [r[:3] for r in t.rows] == [["x86_64/tcg/qemu64 2 vCPU", "full vs acqrel",
+                                        "forkwait"]]
+    prog = next(c for c in cset.comparisons if c.cell.workload == "forkwait"
+                and c.level == "kernel")
+    assert t.rows[0][3] == prog.verdict
+    assert t.rows[0][4].startswith("rwlock(") and "write_pct=10" in t.rows[0][4], t.rows[0][4]
