@@ -70,3 +70,17 @@ def test_does_it_matter_puts_the_program_beside_the_loop_level_kernel_builds(pro
                 and c.level == "kernel")
     assert t.rows[0][3] == prog.verdict
     assert t.rows[0][4].startswith("rwlock(") and "write_pct=10" in t.rows[0][4], t.rows[0][4]
+
+
+def test_kernel_builds_with_identical_qrwlock_code_are_labeled_so_for_programs_too(
+        program_db, tmp_path):
+    """The ordering audit's kernel pairs (build/audit.py) are about the kernel's
+    rwlock_t, whichever workload drives it."""
+    import json
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps({"schema": 1, "notes": [], "identical": [
+        {"arch": "x86_64", "impl": "kernel", "variants": ["acqrel", "full"]}]}))
+    cset = report.compare_set(program_db, commit="all", n_resamples=200,
+                              audit_path=str(audit)).cset
+    c = next(c for c in cset.comparisons if c.cell.workload == "forkwait" and c.level == "kernel")
+    assert c.identical_code and c.settled
