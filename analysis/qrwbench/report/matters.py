@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import vocab
 from ..analysis import compare
-from . import tables
+from . import labels, tables
 
 TITLE = "Does it matter? Programs against the loop-level kernel builds"
 
@@ -21,10 +21,28 @@ def _where(c: compare.Comparison) -> tuple:
             c.baseline)
 
 
-def _params(c: compare.Comparison) -> str:
+def _params(c: compare.Comparison, keys=None) -> str:
+    """Its own parameters (or ``keys``) as k=v."""
     p = c.cell.params_dict()
-    own = vocab.workload(c.cell.workload).own_params
-    return ",".join(f"{k}={v}" for k, v in sorted(p.items()) if k in own)
+    keys = vocab.workload(c.cell.workload).own_params if keys is None else keys
+    return ",".join(f"{k}={v}" for k, v in sorted(p.items()) if k in keys)
+
+
+def _verdict(c: compare.Comparison) -> str:
+    """The verdict, after its label where the audits settle it (as the console's table)."""
+    lab = labels.IDENTICAL if c.identical_code else labels.BLIND if c.emulator_blind else ""
+    return f"{lab}; {c.verdict}" if lab else c.verdict
+
+
+def _loop_text(same: list) -> str:
+    """The loop cells' verdicts, each named by the parameters that tell them apart."""
+    if not same:
+        return "not measured"
+    vals = [x.cell.params_dict() for x in same]
+    keys = {k for v in vals for k in v if len({str(w.get(k)) for w in vals}) > 1}
+    return "; ".join(f"{x.cell.workload}({_params(x, keys)}): {_verdict(x)}"
+                     for x in sorted(same, key=lambda x: sorted(
+                         (k, str(v)) for k, v in x.cell.params_dict().items())))
 
 
 def table(cset: compare.ComparisonSet) -> tables.Table:
@@ -40,12 +58,10 @@ def table(cset: compare.ComparisonSet) -> tables.Table:
     rows = []
     for c in sorted((c for c in kb if vocab.workload(c.cell.workload).program),
                     key=lambda c: (_where(c), c.cell.workload)):
-        same = loops.get(_where(c), [])
-        loop = "; ".join(f"{x.cell.workload}({_params(x)}): {x.verdict}"
-                         for x in sorted(same, key=_params)) or "not measured"
+        loop = _loop_text(loops.get(_where(c), []))
         rows.append([f"{c.cell.arch}/{c.cell.accel}/{c.cell.cpu} {c.cell.vcpus} vCPU",
                      f"{c.variant} vs {c.baseline}",
                      f"{c.cell.workload}" + (f" ({_params(c)})" if _params(c) else ""),
-                     c.verdict, loop])
+                     _verdict(c), loop])
     return tables.Table(["target", "kernel", "program", "program verdict",
                          "loop-level verdicts (kernel rwlock_t)"], rows, TITLE)
