@@ -7,7 +7,11 @@
  * 2. passes every "qrwbench.<param>=<value>" token of /proc/cmdline, without
  *    the prefix, as the parameter string of finit_module(/qrwbench.ko);
  *    the module runs the benchmark inside finit_module,
- * 3. copies /proc/qrwbench (the records) to stdout (/dev/console),
+ * 3. where workload= names a program (bench/module/qrwb_programs.def),
+ *    runs it (guest/prog.c: its windows and the module's reference, the
+ *    records through /proc/qrwbench; a failure is one line
+ *    "qrwbench-init: failed: <workload>: <why>" and no records),
+ * 4. copies /proc/qrwbench (the records) to stdout (/dev/console),
  *    waits until the console has sent it, and reboots (QEMU -no-reboot
  *    exits). If finit_module fails it prints
  *      @@QRWB {"type":"error","schema":1,"errno":N,"stage":"load"}
@@ -19,6 +23,8 @@
 #include <linux/reboot.h>
 #include <linux/unistd.h>
 #include <asm/ioctls.h>
+
+#include "prog.h"
 
 #define MODULE_PATH	"/qrwbench.ko"
 #define RECORDS_PATH	"/proc/qrwbench"
@@ -119,6 +125,28 @@ static void wait_clocksource(void)
 	}
 	msg("clocksource ");
 	put(cs);
+}
+
+/* the workload= value of params (the module's default: not a program) */
+static const struct prog *find_program(void)
+{
+	static char name[64];
+	const char *p = params;
+	size_t n = 0;
+
+	while (p && *p) {
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "workload=", 9)) {
+			p += 9;
+			n = 0;
+			while (*p && *p != ' ' && n < sizeof(name) - 1)
+				name[n++] = *p++;
+			name[n] = 0;
+		}
+		p = strchr(p, ' ');
+	}
+	return n ? prog_find(name) : NULL;
 }
 
 /* the qrwbench.* tokens of the kernel command line, prefix removed */
@@ -243,6 +271,7 @@ static void copy_records(void)
 
 int main(void)
 {
+	const struct prog *prog;
 	long ret;
 	int fd;
 
@@ -286,6 +315,10 @@ int main(void)
 		put(",\"stage\":\"load\"}\n");
 		finish();
 	}
+
+	prog = find_program();
+	if (prog && prog_run(prog, params))
+		finish();	/* the failure is printed: no records */
 
 	console_quiet();
 	copy_records();

@@ -61,15 +61,22 @@ if [ ! -f "$hstamp" ] || [ "$(cat "$hstamp")" != "$tree_id" ]; then
 fi
 
 # 2. init
+#    with the program workloads (guest/prog*.c; their table and defaults are
+#    the module's bench/module/qrwb_programs.def and qrwb_params.def)
 cflags=(-static -nostdlib -fno-stack-protector -Os -Wall -Wextra -Werror
-	-isystem "$gdir/uapi/include" -include "$nolibc/nolibc.h")
+	-isystem "$gdir/uapi/include" -include "$nolibc/nolibc.h" -I "$top/bench/module")
+# arm64: the programs' __atomic builtins inline (gcc's outline atomics need
+# libgcc's getauxval-based LSE probe, which nolibc has not)
+[ "$karch" = arm64 ] && cflags+=(-mno-outline-atomics)
+isrcs=("$top/guest/init.c" "$top"/guest/prog*.c)
 istamp=$gdir/init.stamp
-ihash=$( { cat "$top/guest/init.c"; echo "$tree_id"; echo "${cflags[*]}"; ${cross}gcc --version | head -1; } |
-	sha256sum | cut -c1-16)
+ihash=$( { cat "${isrcs[@]}" "$top"/guest/prog.h "$top"/bench/module/qrwb_programs.def \
+		"$top"/bench/module/qrwb_params.def; echo "$tree_id"; echo "${cflags[*]}";
+	${cross}gcc --version | head -1; } | sha256sum | cut -c1-16)
 if [ ! -f "$istamp" ] || [ "$(cat "$istamp")" != "$ihash" ] || [ ! -f "$gdir/init" ]; then
 	echo "guest $arch: building init"
 	rm -f "$istamp"
-	${cross}gcc "${cflags[@]}" -o "$gdir/init.tmp" "$top/guest/init.c" -lgcc
+	${cross}gcc "${cflags[@]}" -o "$gdir/init.tmp" "${isrcs[@]}" -lgcc
 	mv "$gdir/init.tmp" "$gdir/init"
 	echo "$ihash" > "$istamp"
 fi

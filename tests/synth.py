@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qrwbench import vocab
 from qrwbench.results import records
 
 NS = 100_000_000            # 100 ms windows
@@ -160,6 +161,49 @@ def rwlock_run(root, run_id, *, vcpus=2, write_pcts=(0, 10, 50), factors=None, r
             n += len(part)
             recs += part
     return write_run(root, run_id, console(recs), vcpus=vcpus, workload="rwlock", **prov_kw)
+
+
+def program_results(workload, *, reps=6, threads=2, kernel_variant="acqrel", rng=None,
+                    rate=5e3, ref_rate=4e6, factor=1.0, cv=0.03, write_pct=10):
+    """A program workload's result records (guest/prog.c + the module's
+    qrwb_program.c): per rep the program's window (impl kernel; reads and
+    writes where its Workload record has them) and the module's reference
+    round (impl module, acqrel, with the rwlock loop's reads and writes), in
+    a random order; ``factor`` multiplies the program's rate."""
+    rng = rng or np.random.default_rng(0)
+    rw = set(records.READ_WRITE_FIELDS) <= set(vocab.workload(workload).fields)
+    sigma = np.sqrt(np.log(1 + cv * cv))
+    out, order = [], 0
+    for rep in range(reps):
+        for impl in rng.permutation(["kernel", "module"]):
+            impl = str(impl)
+            med = rate * factor if impl == "kernel" else ref_rate
+            ops = max(threads, int(med * rng.lognormal(0.0, sigma) * NS / 1e9))
+            pto = _split(ops, threads, rng, 0.1)
+            rec = {"type": "result", "schema": 1, "workload": workload, "impl": impl,
+                   "op": workload, "variant": kernel_variant if impl == "kernel" else "acqrel",
+                   "copy": 0, "placement": "shared", "rep": rep, "order": order,
+                   "threads": threads, "ns": NS, "ops": ops, "per_thread_ops": pto,
+                   "overhead_ps": 0 if impl == "kernel" else 1200,
+                   "batch": 8 if impl == "kernel" else 256}
+            if impl == "module" or rw:
+                ptw = [o * write_pct // 100 for o in pto]
+                ptr = [o - w for o, w in zip(pto, ptw)]
+                rec.update(reads=sum(ptr), writes=sum(ptw), per_thread_reads=ptr,
+                           per_thread_writes=ptw)
+            out.append(rec)
+            order += 1 + (impl == "module")     # the reference's no-lock entry has an order too
+    return out
+
+
+def program_run(root, run_id, workload, *, vcpus=2, factor=1.0, rng=None, reps=6,
+                **prov_kw) -> Path:
+    rng = rng or np.random.default_rng(zlib.crc32(run_id.encode()))
+    kv = prov_kw.get("kernel_variant", "acqrel")
+    recs = [begin(workload=workload, threads=vcpus, kernel_variant=kv)]
+    recs += program_results(workload, reps=reps, threads=vcpus, kernel_variant=kv, rng=rng,
+                            factor=factor)
+    return write_run(root, run_id, console(recs), vcpus=vcpus, workload=workload, **prov_kw)
 
 
 # Analysis samples (stored windows as store.load_samples gives them) with a

@@ -291,6 +291,10 @@ class Workload:
     heading: str = ""       # its rows' heading in the report's summary, after "<name>: "
     emu_params: dict = field(default_factory=dict)  # the emulator audit's brief logged
                             # boot, so that each timed loop runs once ({}: not audited)
+    program: bool = False   # a user program in the guest's init (a row of the module's
+                            # qrwb_programs.def, guest/prog_<name>.c), not a module loop
+    kernel_needs: tuple = ()    # the kernel options (CONFIG_...=y) it cannot run without:
+                            # make bench refuses a cell whose kernel lacks one
 
     @property
     def test_only(self) -> bool:
@@ -331,6 +335,33 @@ _MEASURED = (
 )
 
 
+def _program(name: str, measures: str, own_params: tuple = (), rw: bool = False) -> Workload:
+    """A program workload (guest/prog_<name>.c): its windows are impl kernel (the
+    kernel build's own rwlock paths, driven through system calls), and the module's
+    acqrel qrwlock copy, measured in the same boots, is its in-boot reference."""
+    return Workload(
+        name=name, measures=measures, use="matrix", program=True,
+        fields=("reads", "writes", "per_thread_reads", "per_thread_writes") if rw else (),
+        own_params=own_params, op=name, variants=rwlock_variants, impls=("kernel", "module"),
+        placements=("shared",), baseline="acqrel", kernel_ref="module",
+        heading="program (impl, placement)",
+        # every worker is a forked process (fork() is -EINVAL without an MMU)
+        kernel_needs=("CONFIG_MMU", "CONFIG_PROC_FS"))
+
+
+# Programs that drive kernel rwlocks, in the order of the module's qrwb_programs.def
+_PROGRAMS = (
+    _program("forkwait", "fork -> child _exit -> waitpid cycles per second, one process per "
+             "vCPU: tasklist_lock (write: copy_process, exit_notify, release_task; read: wait)"),
+    _program("pgrp", "getpriority(PRIO_PGRP) calls (tasklist_lock read side) with "
+             "pgrp_write_pct % setpgid() moves (write side), per second, one process per vCPU",
+             own_params=("pgrp_write_pct",), rw=True),
+    _program("sigio", "O_ASYNC pipe write + read + SIGIO taken (f_owner lock read side, "
+             "send_sigio) with sigio_setown_pct % F_SETOWN (write side), per second, "
+             "one process per vCPU", own_params=("sigio_setown_pct",), rw=True),
+)
+
+
 def _any_measured(attr: str) -> tuple:
     return tuple(dict.fromkeys(x for w in _MEASURED for x in getattr(w, attr)))
 
@@ -352,7 +383,7 @@ WORKLOAD_TABLE = {w.name: w for w in _MEASURED + (
         use="test",
         variants=lambda: tuple(dict.fromkeys(v for w in _MEASURED for v in w.variants())),
         impls=_any_measured("impls"), placements=_any_measured("placements")),
-)}
+) + _PROGRAMS}
 
 # The table by use, and the per-workload values many callers read.
 WORKLOADS = tuple(n for n, w in WORKLOAD_TABLE.items() if w.use == "matrix")
@@ -481,6 +512,32 @@ def check_cpu_model(arch: Arch, accel: str, model: str) -> str:
 
 def check_workload(name: str) -> str:
     return one_of("workload", name, WORKLOADS)
+
+
+def kernel_config(arch: str, variant: str) -> dict[str, str] | None:
+    """{option: value} of a built kernel's .config (set options only), or None
+    when it has none."""
+    try:
+        text = (kernel_dir(arch, variant) / ".config").read_text()
+    except OSError:
+        return None
+    return dict(line.split("=", 1) for line in text.splitlines()
+                if line.startswith("CONFIG_") and "=" in line)
+
+
+def check_kernel_needs(workload_name: str, arch: str, variant: str) -> None:
+    """An :class:`InputError` when the kernel ``arch``-``variant`` lacks an option
+    the workload cannot run without (Workload.kernel_needs); nothing when it has
+    them all or has no .config to read."""
+    needs = workload(workload_name).kernel_needs
+    cfg = kernel_config(arch, variant) if needs else None
+    if cfg is None:
+        return
+    lacks = [o for o in needs if cfg.get(o) != "y"]
+    if lacks:
+        raise InputError(f"workload {workload_name} needs {', '.join(lacks)}=y, which kernel "
+                         f"{arch}-{variant} ({kernel_dir(arch, variant)}/.config) lacks: valid "
+                         f"are kernels with {', '.join(needs)}")
 
 
 def host_cpus() -> int:

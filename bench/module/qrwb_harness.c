@@ -184,8 +184,11 @@ static int qrwb_worker_fn(void *arg)
 			cond_resched();
 			cpu_relax();
 		}
-		qrwb_pmu_settle();
-		qrwb_cxt.run_ret = qrwb_emit_begin();
+		/* program workloads start the threads once per window */
+		if (!qrwb_cxt.out.nrec) {
+			qrwb_pmu_settle();
+			qrwb_cxt.run_ret = qrwb_emit_begin();
+		}
 		if (!qrwb_cxt.run_ret)
 			qrwb_cxt.run_ret = qrwb_run();
 		qrwb_pmu_close(w);
@@ -240,7 +243,7 @@ static int qrwb_start_workers(void)
 			break;
 		w = &qrwb_cxt.workers[t];
 		w->idx = t;
-		w->seen = 0;
+		w->seen = qrwb_cxt.job.gen;	/* no job yet: not the last one */
 		task = kthread_create_on_cpu(qrwb_worker_fn, w, cpu, "qrwb/%u");
 		if (IS_ERR(task)) {
 			qrwb_stop_workers();
@@ -256,7 +259,7 @@ static int qrwb_start_workers(void)
 }
 
 /* leader: run the job on all workers; sums into r and the per-thread arrays */
-static void qrwb_run_job(struct qrwb_res *r, u64 *pt_ops, u64 *pt_reads,
+void qrwb_run_job(struct qrwb_res *r, u64 *pt_ops, u64 *pt_reads,
 			 u64 *pt_writes)
 {
 	struct qrwb_job *j = &qrwb_cxt.job;
@@ -448,8 +451,9 @@ static int qrwb_drive(const struct qrwb_workload *wl)
 /* in thread 0, on the first measuring CPU */
 static int qrwb_run(void)
 {
-	qrwb_cxt.clock_ps = qrwb_measure_clock_ps();
-	return qrwb_drive(qrwb_cxt.wl);
+	if (!qrwb_cxt.clock_ps)
+		qrwb_cxt.clock_ps = qrwb_measure_clock_ps();
+	return qrwb_cxt.wl->drive ? qrwb_cxt.wl->drive() : qrwb_drive(qrwb_cxt.wl);
 }
 
 /*
@@ -461,6 +465,11 @@ int qrwb_run_threads(void)
 {
 	int ret;
 
+	/* a program workload starts them again for every window */
+	qrwb_cxt.quit = 0;
+	qrwb_cxt.run_ret = 0;
+	atomic_set(&qrwb_cxt.pmu_ready, 0);
+	reinit_completion(&qrwb_cxt.run_done);
 	ret = qrwb_start_workers();
 	if (ret)
 		return ret;

@@ -166,12 +166,22 @@ struct qrwb_workload {
 	bool (*label)(const struct qrwb_ent *e, struct qrwb_label *l);
 	bool (*overhead)(const struct qrwb_ent *e);
 	void (*emit)(unsigned int k, const struct qrwb_res *r);
+	/*
+	 * Program workloads (qrwb_program.c): drive() runs in place of the
+	 * one driver each time the threads start; command() takes a line
+	 * the guest's init writes to /proc/qrwbench after module_init,
+	 * which then emits neither the end record nor frees the run.
+	 */
+	int (*drive)(void);
+	int (*command)(char *line);
 };
 
 /* the workloads, one per row of qrwb_workloads.def (the table: qrwb_main.c) */
 #define QRWB_WORKLOAD(name)	extern const struct qrwb_workload qrwb_wl_##name;
 #include "qrwb_workloads.def"
 #undef QRWB_WORKLOAD
+/* and every row of qrwb_programs.def (qrwb_program.c) */
+extern const struct qrwb_workload qrwb_wl_program;
 
 /* the run's context: everything the module keeps between calls */
 struct qrwb_cxt {
@@ -192,6 +202,7 @@ struct qrwb_cxt {
 	 */
 	bool pmu_on[QRWB_PMU_N];
 	bool pmu_any;
+	bool pmu_off;		/* no counters (program workloads) */
 
 	/* the harness: the job, its threads and the memory they work on */
 	struct qrwb_job job;
@@ -232,6 +243,10 @@ struct qrwb_cxt {
 	bool rec_first;
 	bool rec_overflow;
 	struct proc_dir_entry *proc;
+
+	/* program workloads: only the in-boot reference among the rwlock rows */
+	bool rw_ref_only;
+	unsigned int next_order;
 };
 
 extern struct qrwb_cxt qrwb_cxt;
@@ -288,6 +303,8 @@ static inline void qrwb_pmu_read(struct qrwb_worker *w,
 /* qrwb_harness.c */
 u64 qrwb_splitmix(u64 *state);
 int qrwb_run_threads(void);
+void qrwb_run_job(struct qrwb_res *r, u64 *pt_ops, u64 *pt_reads,
+		  u64 *pt_writes);
 u64 qrwb_cost_ps(qrwb_loop_fn loop, void *ctx);
 unsigned long qrwb_batch_for(u64 cost_ps);
 int qrwb_alloc_rep(unsigned int nents, bool rw);

@@ -83,15 +83,21 @@ static int __init qrwb_init(void)
 	ret = qrwb_cxt.wl->run();
 	if (ret)
 		goto out;
-	ret = qrwb_emit_end();
-	if (ret)
-		goto out;
+	/* a program workload's run goes on with the init's commands */
+	if (!qrwb_cxt.wl->command) {
+		ret = qrwb_emit_end();
+		if (ret)
+			goto out;
+	}
 
-	qrwb_cxt.proc = proc_create("qrwbench", 0444, NULL, &qrwb_proc_ops);
+	qrwb_cxt.proc = proc_create("qrwbench", qrwb_cxt.wl->command ? 0644 : 0444,
+				    NULL, &qrwb_proc_ops);
 	if (!qrwb_cxt.proc) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	if (qrwb_cxt.wl->command)
+		return 0;
 	qrwb_report(t0);
 	qrwb_free_all();
 	return 0;

@@ -168,12 +168,18 @@ static const struct qrwb_workload *const qrwb_workloads[] = {
 #define QRWB_WORKLOAD(name)	(&qrwb_wl_##name),
 #include "qrwb_workloads.def"
 #undef QRWB_WORKLOAD
+#define QRWB_PROGRAM(name)	(&qrwb_wl_program),
+#include "qrwb_programs.def"
+#undef QRWB_PROGRAM
 };
 
 static const char * const qrwb_workload_names[] = {
 #define QRWB_WORKLOAD(name)	#name,
 #include "qrwb_workloads.def"
 #undef QRWB_WORKLOAD
+#define QRWB_PROGRAM(name)	#name,
+#include "qrwb_programs.def"
+#undef QRWB_PROGRAM
 };
 
 /*

@@ -91,6 +91,14 @@ void qrwb_pmu_open(struct qrwb_worker *w)
 	const char *name;
 	unsigned int i;
 
+	if (qrwb_cxt.pmu_off) {
+		/* program workloads: the threads start once per window */
+		for (i = 0; i < QRWB_PMU_N; i++) {
+			w->pev[i] = NULL;
+			qrwb_pmu_drop(w, i, "not counted: the workload runs programs");
+		}
+		return;
+	}
 	for (i = 0; i < QRWB_PMU_N; i++) {
 		w->pev[i] = NULL;
 		attr.config = qrwb_pmu_config[i];

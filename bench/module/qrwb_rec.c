@@ -13,6 +13,7 @@
 #include <linux/kernel.h>
 #include <linux/math64.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/utsname.h>
 #include <linux/vmalloc.h>
@@ -308,7 +309,27 @@ static ssize_t qrwb_proc_read(struct file *file, char __user *ubuf,
 				       qrwb_cxt.out.len);
 }
 
+/* a program workload's commands (qrwb_program.c), one per write() */
+static ssize_t qrwb_proc_write(struct file *file, const char __user *ubuf,
+			       size_t count, loff_t *ppos)
+{
+	char *line;
+	int ret;
+
+	if (!qrwb_cxt.wl->command)
+		return -EPERM;
+	if (count > QRWB_MAX_JSON)
+		return -E2BIG;
+	line = memdup_user_nul(ubuf, count);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	ret = qrwb_cxt.wl->command(strim(line));
+	kfree(line);
+	return ret ? ret : count;
+}
+
 const struct proc_ops qrwb_proc_ops = {
 	.proc_read	= qrwb_proc_read,
+	.proc_write	= qrwb_proc_write,
 	.proc_lseek	= default_llseek,
 };

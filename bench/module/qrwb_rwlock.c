@@ -55,11 +55,19 @@ static qrwb_loop_fn qrwb_rwloop(unsigned int id)
 	return *d->loop;
 }
 
-/* impl= names a kind (or is all); the no-lock harness always runs */
+/*
+ * impl= names a kind (or is all); the no-lock harness always runs. A
+ * program workload (qrwb_program.c) measures only the in-boot reference:
+ * the module's acqrel copy 0.
+ */
 static bool qrwb_rw_selected(const struct qrwb_impl_desc *d)
 {
-	return qrwb_cxt.impl == QRWB_IMPL_ALL || d->kind_id == QRWB_KIND_none ||
-	       !strcmp(d->kind, qrwb_cxt.cfg.impl);
+	if (d->kind_id == QRWB_KIND_none)
+		return true;
+	if (qrwb_cxt.rw_ref_only)
+		return d->kind_id == QRWB_KIND_module && !d->copy &&
+		       !strcmp(d->ord, "acqrel");
+	return qrwb_cxt.impl == QRWB_IMPL_ALL || !strcmp(d->kind, qrwb_cxt.cfg.impl);
 }
 
 /*

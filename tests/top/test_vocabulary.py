@@ -141,4 +141,20 @@ def test_each_workload_record_agrees_with_the_module():
     table = MODULE / "qrwb_workloads.def"
     if table.exists():
         rows = re.findall(r"^QRWB_WORKLOAD\((\w+)\)$", table.read_text(), re.M)
-        assert rows == list(vocab.WORKLOAD_TABLE)
+        programs = re.findall(r"^QRWB_PROGRAM\((\w+)\)$",
+                              (MODULE / "qrwb_programs.def").read_text(), re.M)
+        # the module's workload= choices: the workload rows, then the programs
+        assert rows + programs == list(vocab.WORKLOAD_TABLE)
+        assert programs == [n for n, w in vocab.WORKLOAD_TABLE.items() if w.program]
+
+
+def test_each_program_is_one_guest_file_with_its_name():
+    """A program row is guest/prog_<name>.c, whose struct prog names it."""
+    guest = MODULE.parents[1] / "guest"
+    for name, wl in vocab.WORKLOAD_TABLE.items():
+        if not wl.program:
+            continue
+        src = (guest / f"prog_{name}.c").read_text()
+        assert f"const struct prog prog_{name} = {{" in src, name
+        assert re.search(rf'\.name\s*=\s*"{name}",', src), name
+        assert wl.kernel_ref and wl.op == name and wl.use == "matrix", name

@@ -20,8 +20,8 @@ compile to what its name promises).
 The file ``python3 -m qrwbench audit`` writes today (no ``schema`` key) is read
 too: ``{"kernels": [...], "identical": [{"arch", "a", "b", "functions"}]}``
 lists pairs of kernel builds whose qrwlock functions hash the same; each pair
-becomes ``{"arch", "impl": "kernel", "workload": "rwlock", "variants": [a, b]}``
-(the comparisons of kernel builds).
+becomes ``{"arch", "impl": "kernel", "variants": [a, b]}`` (the comparisons of
+kernel builds: the kernel's rwlock_t, whichever workload drives it).
 """
 
 from __future__ import annotations
@@ -110,8 +110,7 @@ def _from_kernel_audit(obj: dict, path) -> dict:
         if not isinstance(p, dict) or not all(type(p.get(k)) is str and p.get(k)
                                               for k in ("arch", "a", "b")):
             raise QrwbenchError(f"audit file {path}: identical[{i}] lacks arch/a/b")
-        out.append({"arch": p["arch"], "impl": "kernel", "workload": "rwlock",
-                    "variants": [p["a"], p["b"]]})
+        out.append({"arch": p["arch"], "impl": "kernel", "variants": [p["a"], p["b"]]})
     return {"schema": 1, "identical": out, "notes": []}
 
 

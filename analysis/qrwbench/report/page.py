@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..cell import Cell
 from ..analysis import compare
-from . import export, filtertable, nested, plots, sections, summary, tables
+from . import export, filtertable, matters, nested, plots, sections, summary, tables
 from .analyse import Analysis
 
 _CSS = """body{font-family:sans-serif;margin:1.5em;max-width:1400px}
@@ -33,6 +33,7 @@ class _Content:
     method: str
     comp: tables.Table              # the long comparison table
     agree: tables.Table             # kernel builds vs in-module copies
+    matters: tables.Table           # matters.table: programs beside the loop-level kernel builds
     aa_line: str                    # sections.aa_summary: the A/A control in a sentence
     canaries: str                   # sections.canary_md: the weak-memory canaries
     aa: tables.Table
@@ -98,6 +99,7 @@ def _content(a: Analysis, figs: dict, change_lines: list[str]) -> _Content:
         tables.Table(["cell", "variant", "kernel build change", "kernel build verdict",
                       "in-module change", "in-module verdict", "agree"], a.agreement,
                      "rwlock: kernel builds vs in-module copies"),
+        matters=matters.table(a.cset),
         aa_line=sections.aa_summary(a.aa), canaries=sections.canary_md(a.canaries),
         aa=sections.aa_table(a.aa), noise=sections.noise_table(a.noise),
         overhead=sections.overhead_table(sel.samples),
@@ -127,6 +129,8 @@ def _html(c: _Content) -> str:
              filtertable.html_table(c.comp, a.audit)]
     if a.agreement:
         body.append(c.agree.html())
+    if c.matters.rows:
+        body.append(c.matters.html())
     body += [f"<p>{e(c.aa_line)}</p>"]
     for title, names in c.figs.items():
         if names:
@@ -158,6 +162,8 @@ def _markdown(c: _Content) -> str:
           "", "## Comparisons", "", c.method, "", c.comp.markdown(), ""]
     if a.agreement:
         md += [c.agree.markdown(), ""]
+    if c.matters.rows:
+        md += [c.matters.markdown(), ""]
     md += [c.aa_line, ""]
     if c.change_lines:
         md += ["## Change points", ""] + [f"- {l}" for l in c.change_lines] + [""]

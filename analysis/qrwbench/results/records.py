@@ -58,6 +58,9 @@ FIELD_RANGES = (("write_pct", 0, 100), ("nlocks", 1, INT64_MAX), ("cs_work", 0, 
 _OP_RE = re.compile(r"[a-z][a-z0-9_]{0,63}\Z")
 _CRC_RE = re.compile(r"[0-9a-f]{8}\Z")
 _REFUSED_RE = re.compile(r"qrwbench: refused: (.*)")
+# a program workload's failed run (guest/prog.c): a killed worker, a short
+# window, a failed system call; the init prints no records after it
+_PROGRAM_FAILED_RE = re.compile(r"qrwbench-init: failed: (.*)")
 _PRINTABLE_RE = re.compile(r"[ -~]*\Z")
 
 
@@ -346,6 +349,7 @@ def parse_console(data) -> ParsedRun:
     other: list[str] = []
     unprintable: list[int] = []                 # non-record lines with binary junk
     refused = None
+    program_failed = None
     framing_error = None
     for idx, raw in enumerate(lines):
         lineno = idx + 1
@@ -378,6 +382,9 @@ def parse_console(data) -> ParsedRun:
             m = _REFUSED_RE.search(line)
             if m and refused is None:
                 refused = one_line(m.group(1), 200) or "(no reason given)"
+            m = _PROGRAM_FAILED_RE.search(line)
+            if m and program_failed is None:
+                program_failed = one_line(m.group(1), 300) or "(no reason given)"
 
     found_faults = _faults.scan(other)
     error_rec = None
@@ -396,6 +403,8 @@ def parse_console(data) -> ParsedRun:
         if refused is None:
             refused = common["refused_reason"] = why
         return _fail(f"module refused to load: {why}{tail}", error=error_rec, **common)
+    if program_failed is not None:
+        return _fail(f"program failed: {program_failed}", **common)
     if framing_error is None and records:
         first, last = records[0][0], records[-1][0]
         junk = [n for n in unprintable if first < n < last]

@@ -155,6 +155,7 @@ def runnable_cells(m: matrix.Matrix, verdicts: dict) -> list[Cell]:
         nr = vocab.nr_cpus(c.arch, c.variant)
         if nr is not None and c.vcpus > nr:
             raise InputError(f"{c.label()}: {c.vcpus} vCPUs exceed the kernel's NR_CPUS={nr}")
+        vocab.check_kernel_needs(c.workload, c.arch, c.variant)
     return cells
 
 
