@@ -150,3 +150,16 @@ def test_objects_refuse_a_directory_they_did_not_make(tmp_path):
     assert len(err) == 1 and "is not empty and no object build" in err[0], r.stderr
     assert sorted(p.name for p in mine.rglob("*")) == ["keep.c", "precious", "probe"]
     assert (mine / "probe" / "keep.c").read_text() == "x"
+
+
+def test_a_variant_the_arch_does_not_offer_is_refused_in_one_line(tmp_path):
+    """allfull exists on x86_64 and arm64 only (its fragment's
+    "# qrwbench-arches:" line): on ppc64le the build stops before any work."""
+    import os
+    r = run_script("ppc64le", "allfull", "--config-only",
+                   env=dict(os.environ, QRWB_OUT=str(tmp_path / "out")))
+    assert r.returncode != 0
+    assert r.stderr.splitlines() == [
+        "build-kernel: variant 'allfull' is not offered on ppc64le: valid arches are "
+        "x86_64 arm64 (kernel/configs/variant-allfull.config)"]
+    assert not (tmp_path / "out").exists()
