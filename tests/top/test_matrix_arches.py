@@ -18,7 +18,7 @@ def test_the_arches_matrices_boot_ppc64le_and_riscv64(name):
     assert {c.accel for c in cells} == {"tcg"}
     assert {c.workload for c in cells} == {"atomics", "rwlock"}
     rw = {c.variant for c in cells if c.workload == "rwlock"}
-    assert rw == {"full", "acqrel", "relaxed"}
+    assert rw == ({"full", "acqrel"} if "quick" in name else {"full", "acqrel", "relaxed"})
     assert 2 in {c.vcpus for c in cells}
 
 
@@ -37,7 +37,7 @@ def test_the_default_matrix_does_not_boot_them():
 
 def test_a_variant_the_arch_does_not_offer_is_one_line(tmp_path):
     text = (MATRICES / "arches-quick.toml").read_text().replace(
-        'variants = ["full", "acqrel", "relaxed"]', 'variants = ["acqrel", "allfull"]')
+        'variants = ["full", "acqrel"]', 'variants = ["acqrel", "allfull"]')
     p = tmp_path / "m.toml"
     p.write_text(text)
     with pytest.raises(InputError) as e:
