@@ -5,7 +5,7 @@ and import into a results store. `make test-slow` builds their kernels,
 modules and initramfs first (tens of minutes cold); make test leaves them out."""
 import pytest
 
-from conftest import kernel_dir, module_ko
+from conftest import missing
 from qrwbench import vocab
 from qrwbench.cell import Cell
 from qrwbench.results import records, store
@@ -36,8 +36,10 @@ CASES = [(a, c, v, n) for a, c in TARGETS for v in variants(a, c) for n in (1, 2
 @pytest.mark.parametrize("arch,cpu,variant,vcpus", CASES,
                          ids=[f"{a}-{c}-{v}-{n}v" for a, c, v, n in CASES])
 def test_boots_both_workloads_and_imports(tmp_path, arch, cpu, variant, vcpus):
-    kernel_dir(arch, variant)
-    module_ko(arch, variant)
+    for what in (vocab.kernel_dir(arch, variant) / ".qrwbench-built", vocab.module_ko(arch, variant),
+                 vocab.initrd(arch, variant)):
+        if not what.exists():
+            missing(f"{what} is not built", by="make test-slow")
     db = tmp_path / "r.sqlite"
     for workload, params in PARAMS.items():
         c = Cell.boot(arch, "tcg", cpu, variant, workload, vcpus, tuple(sorted(params.items())))
