@@ -22,7 +22,8 @@
 #   make test                      everything `make test` needs, then the tests
 #   make check                     the host-only tests (no kernel, module or QEMU): minutes
 #   make test-slow                 + the unpatched reference build and its identity check,
-#                                  and the KVM boots inside TCG guests (kvm-nested)
+#                                  the KVM boots inside TCG guests (kvm-nested), and
+#                                  ppc64le and riscv64 guests of every variant
 #   make test-kernels              only the kernels `make test` boots (its first step)
 #   make clean | distclean         remove builds and runs (results/ and ccache are kept) | all of build/
 #   make help                      this text
@@ -51,9 +52,14 @@ KERNELS     := $(foreach a,$(DEFAULT_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
 # (objects only: mips64el, sparc64), in each variant; allfull where the
 # series offers CONFIG_ATOMICS_FULLY_ORDERED (kernel/patches/0003).
 AUDIT_ARCHES := $(ARCHES) $(basename $(notdir $(wildcard kernel/configs/audit/*.config)))
-ALLFULL_ARCHES := x86_64 arm64
+# (the arches its fragment names: "# qrwbench-arches: ...")
+ALLFULL_ARCHES := $(shell sed -n 's/^\# qrwbench-arches: *//p' kernel/configs/variant-allfull.config)
 AUDIT_OBJECTS := $(foreach a,$(AUDIT_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v))) \
 	$(foreach a,$(ALLFULL_ARCHES),$(a)-allfull)
+# The arches that boot outside the default matrix (ppc64le, riscv64:
+# bench/matrix/arches.toml) and their kernels, which make test-slow boots.
+OTHER_ARCHES := $(filter-out $(DEFAULT_ARCHES),$(ARCHES))
+OTHER_KERNELS := $(foreach a,$(OTHER_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
 # The kernels `make test` boots and disassembles (the relaxed ones are only
 # configured there: their .config is checked, nothing boots them).
 TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full arm64-allfull
@@ -155,6 +161,8 @@ test-slow: test-kernels
 	$(call build-kernels,x86_64-unpatched arm64-unpatched)
 	$(call build-objects,ppc64le-acqrel ppc64le-full riscv64-acqrel riscv64-full)
 	$(call build-guests,arm64-acqrel x86_64-acqrel)
+	$(call build-kernels,$(OTHER_KERNELS))
+	$(call build-guests,$(OTHER_KERNELS))
 	@guest/nested/build-l1.sh arm64 && guest/nested/build-l1.sh x86_64
 	@QRWB_REQUIRE_BUILT=1 $(PY) -m pytest -m slow $(PYTEST_ARGS)
 

@@ -10,7 +10,8 @@
 #
 # The sources are copied into QRWB_MOUT (only files that changed, so kbuild
 # sees the right timestamps) and built there with
-#   make -C <kernel build> M=<module build> ARCH=... CROSS_COMPILE=...
+#   make -C <kernel build> M=<module build> ARCH=... CROSS_COMPILE=... QRWB_ARCH=<arch>
+# (QRWB_ARCH: the rig's arch name, the "arch" of the module's records)
 # Warnings fail the build. The stamp QRWB_MOUT/.qrwbench-built holds a hash
 # of every input (sources, kernel stamp, compiler); it is removed before and
 # written after a successful build, so an interrupted build never looks
@@ -68,7 +69,7 @@ done
 log=$mout/build.log
 echo "module $arch-$variant: building (log: $log)"
 if ! make -C "$kout" M="$mout" ARCH="$karch" CROSS_COMPILE="$cross" \
-	CC="$cc" W="$w" -j"$(nproc)" modules > "$log" 2>&1; then
+	CC="$cc" W="$w" QRWB_ARCH="$arch" -j"$(nproc)" modules > "$log" 2>&1; then
 	tail -n 30 "$log" >&2
 	die "$arch-$variant: build FAILED (log: $log)"
 fi

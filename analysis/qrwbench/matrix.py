@@ -317,6 +317,8 @@ def load(path: str | Path) -> Matrix:
         try:
             for v in w["variants"]:
                 vocab.check_variant(v)
+                for t in m.targets:
+                    vocab.check_variant_arch(t["arch"], v)
         except InputError as e:
             raise at.error(f"{where}: {e}", "variants") from None
         nr = config_nr_cpus()

@@ -58,6 +58,10 @@ InputError = QrwbenchError
 
 @dataclass(frozen=True)
 class Arch:
+    """One bootable arch: what QEMU needs to boot its kernel (run/qemu.py
+    builds the command line from these fields alone; no module asks about an
+    arch by its name). Adding an arch is one entry here, its row in
+    kernel/scripts/arch.sh and its fragment kernel/configs/<name>.config."""
     name: str               # kernel ARCH and build directory prefix
     qemu: str               # QEMU system binary
     qemu_package: str       # Debian package that provides it
@@ -69,6 +73,12 @@ class Arch:
     host_machine: tuple     # platform.machine() values that can run it under KVM
     extra_append: str       # arch-specific kernel command line
     module_area: tuple      # (first, last) virtual address where modules load (no KASLR)
+    machine_opts: str = ""  # appended to -M (",k=v,..."), every accel
+    kvm_machine_opts: str = ""  # appended to -M under KVM only
+    qemu_args: tuple = ()   # more QEMU arguments (firmware, ...)
+    tsc_khz: bool = False   # the command line needs the host's TSC rate (tsc_early_khz=)
+    emu_audit: bool = False     # the emulator audit (run/emuaudit.py) knows its
+                            # translation log; False: skipped, with NO_EMU_AUDIT's reason
 
 
 ARCHES = {
@@ -78,15 +88,54 @@ ARCHES = {
         cpu_models=("max",), kvm_cpu="host", host_machine=("x86_64", "amd64"),
         extra_append="reboot=t",
         # MODULES_VADDR..MODULES_END (the kernel image sits below it)
-        module_area=(0xffffffffa0000000, 0xfffffffffeffffff)),
+        module_area=(0xffffffffa0000000, 0xfffffffffeffffff),
+        # microvm boots vmlinux through PVH; no PCI, no firmware ROMs.
+        machine_opts=",x-option-roms=off",
+        # microvm has no timer to calibrate the TSC against: without
+        # tsc_early_khz the guest clock is jiffies (4 ms steps)
+        tsc_khz=True, emu_audit=True),
     "arm64": Arch(
         name="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
         machine="virt", console="ttyAMA0", image="arch/arm64/boot/Image",
         cpu_models=("max", "cortex-a57"), kvm_cpu="host", host_machine=("aarch64", "arm64"),
         extra_append="",
         # MODULES_VADDR = _PAGE_END(VA_BITS_MIN = 48), 2 GiB below the image
-        module_area=(0xffff800000000000, 0xffff80007fffffff)),
+        module_area=(0xffff800000000000, 0xffff80007fffffff),
+        # the host's GIC under KVM (v3 on most arm64 servers; virt defaults to v2)
+        kvm_machine_opts=",gic-version=max", emu_audit=True),
+    "ppc64le": Arch(
+        name="ppc64le", qemu="qemu-system-ppc64", qemu_package="qemu-system-ppc",
+        # pseries with QEMU's own small Open Firmware (VOF) instead of SLOF:
+        # it enters vmlinux's prom_init directly (PPC_OF_BOOT_TRAMPOLINE)
+        machine="pseries", machine_opts=",x-vof=on", console="hvc0", image="vmlinux",
+        cpu_models=("power9", "power10"), kvm_cpu="host", host_machine=("ppc64le",),
+        extra_append="",
+        # no MODULES_VADDR on Book3S-64: modules load into the vmalloc area
+        # (arch/powerpc/mm/mem.c execmem_arch_setup), VMALLOC_START under the
+        # radix MMU (POWER9/10) 0xc008000000000000, 2^49 bytes
+        # (book3s/64/radix.h RADIX_VMALLOC_START, RADIX_VMALLOC_SIZE)
+        module_area=(0xc008000000000000, 0xc009ffffffffffff)),
+    "riscv64": Arch(
+        name="riscv64", qemu="qemu-system-riscv64", qemu_package="qemu-system-misc",
+        # S-mode kernel under OpenSBI (qemu-system-data's fw_dynamic)
+        machine="virt", qemu_args=("-bios", "default"), console="ttyS0",
+        image="arch/riscv/boot/Image",
+        cpu_models=("rv64",), kvm_cpu="host", host_machine=("riscv64",),
+        extra_append="",
+        # MODULES_VADDR = PFN_ALIGN(_end) - 2 GiB .. MODULES_END = PFN_ALIGN(_start)
+        # (riscv/include/asm/pgtable.h, 64-bit), the image linked at
+        # KERNEL_LINK_ADDR 0xffffffff80000000 (no RELOCATABLE): this range holds it
+        module_area=(0xffffffff00000000, 0xffffffff7fffffff)),
 }
+
+# Why an arch without emu_audit has no emulator audit (run/emuaudit.py).
+NO_EMU_AUDIT = "no emulator audit for {arch} yet"
+
+
+def emu_audit_arches() -> list[str]:
+    """The arches the emulator audit boots (ARCHES with emu_audit)."""
+    return [n for n, a in ARCHES.items() if a.emu_audit]
+
 
 ACCELS = ("tcg", "kvm")
 # The workloads: WORKLOAD_TABLE, below the module's tables it reads.
@@ -378,6 +427,31 @@ def one_of(kind: str, name: str, valid) -> str:
 
 def check_variant(name: str) -> str:
     return one_of("variant", name, kernel_variants())
+
+
+# "# qrwbench-arches: a b" in a variant's fragment: only these arches offer it
+_VARIANT_ARCHES = re.compile(r"^# qrwbench-arches:(.*)$", re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def variant_arches(variant: str) -> tuple[str, ...] | None:
+    """The arches kernel/configs/variant-<variant>.config is offered on (its
+    "# qrwbench-arches:" line; allfull: where patch 0003 offers
+    CONFIG_ATOMICS_FULLY_ORDERED), or None: every arch."""
+    try:
+        m = _VARIANT_ARCHES.search((CONFIGS / f"variant-{variant}.config").read_text())
+    except OSError:
+        return None
+    return tuple(m.group(1).split()) if m else None
+
+
+def check_variant_arch(arch: str, variant: str) -> str:
+    """``variant`` if ``arch`` offers it, else the one-line error naming both."""
+    only = variant_arches(variant)
+    if only is not None and arch not in only:
+        raise InputError(f"variant '{variant}' is not offered on {arch}: valid arches are "
+                         f"{', '.join(only)} (kernel/configs/variant-{variant}.config)")
+    return variant
 
 
 def check_accel(name: str) -> str:

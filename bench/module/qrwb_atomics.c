@@ -43,8 +43,9 @@ static void qrwb_init_op_blocks(void)
 /* its check(), in every measured run: ops=all or a comma-separated list of op names */
 static int qrwb_parse_ops(void)
 {
-	static char names[1024];
-	char list[1025], *p, *tok;
+	/* static: 1 KiB more on the stack passed ppc64le's FRAME_WARN (1024) */
+	static char names[1024], list[1025];
+	char *p, *tok;
 	size_t len = 0;
 	unsigned int i;
 	bool any;

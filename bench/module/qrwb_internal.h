@@ -30,12 +30,13 @@
 /* PMU: room for the reason a counter is not counted */
 #define QRWB_PMU_WHY		160
 
-#if defined(CONFIG_X86_64)
-#define QRWB_ARCH	"x86_64"
-#elif defined(CONFIG_ARM64)
-#define QRWB_ARCH	"arm64"
-#else
-#error "qrwbench supports x86_64 and arm64"
+/*
+ * The rig's name of the arch (its row of kernel/scripts/arch.sh, the "arch"
+ * of every record): given by bench/build-module.sh through Kbuild, so that
+ * the module names no arch of its own.
+ */
+#ifndef QRWB_ARCH
+#error "QRWB_ARCH is not set: build the module with bench/build-module.sh ARCH VARIANT"
 #endif
 
 /* parameters (qrwb_params.def), parsed once: in the order of their names */

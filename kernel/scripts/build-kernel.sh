@@ -61,6 +61,13 @@ fi
 	die "unknown ARCH '$arch': valid are $valid_arches"
 [ -n "$variant" ] && [ -f "$configs/variant-$variant.config" ] ||
 	die "unknown VARIANT '$variant': valid are $valid_variants"
+# a variant only some arches offer names them: "# qrwbench-arches: a b"
+only=$(sed -n 's/^# qrwbench-arches: *//p' "$configs/variant-$variant.config")
+if [ -n "$only" ]; then
+	case " $only " in *" $arch "*) ;; *)
+		die "variant '$variant' is not offered on $arch: valid arches are $only (kernel/configs/variant-$variant.config)" ;;
+	esac
+fi
 
 if [ "$variant" = unpatched ]; then
 	# The base tree without the series: a git worktree of the base commit.

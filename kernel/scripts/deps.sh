@@ -3,9 +3,12 @@
 set -euo pipefail
 # python3-pytest-xdist: make check runs the host-only tests on every CPU (-n)
 # chromium (headless): make report's first-screen screenshot and the report's browser test
+# qemu-system-*: the QEMU of every arch of vocab.ARCHES (qemu_package; a test
+# checks the two agree); qemu-system-misc has riscv64, its OpenSBI is in
+# qemu-system-data
 pkgs=(linux-source-6.12 build-essential bc bison flex libelf-dev libssl-dev
       cpio xz-utils kmod rsync git ccache
-      qemu-system-x86 qemu-system-arm linux-perf
+      qemu-system-x86 qemu-system-arm qemu-system-ppc qemu-system-misc linux-perf
       python3 python3-numpy python3-scipy python3-matplotlib python3-statsmodels python3-pytest
       python3-pytest-xdist
       parallel openssh-client openssh-server chromium)

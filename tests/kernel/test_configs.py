@@ -45,13 +45,18 @@ def test_unknown_arch_lists_valid_ones():
 @pytest.mark.kernel       # build-kernel.sh needs the tree (build/src/linux)
 @pytest.mark.parametrize("arch,options", [
     ("ppc64le", ["CONFIG_PPC64=y", "CONFIG_CPU_LITTLE_ENDIAN=y", "CONFIG_POWER9_CPU=y",
-                 "CONFIG_PPC_PSERIES=y", "CONFIG_PPC_QUEUED_SPINLOCKS=y"]),
-    ("riscv64", ["CONFIG_ARCH_RV64I=y", "CONFIG_MMU=y", "CONFIG_RISCV_SBI=y"]),
+                 "CONFIG_PPC_PSERIES=y", "CONFIG_PPC_QUEUED_SPINLOCKS=y",
+                 "CONFIG_HVC_CONSOLE=y", "CONFIG_PPC_OF_BOOT_TRAMPOLINE=y"]),
+    ("riscv64", ["CONFIG_ARCH_RV64I=y", "CONFIG_MMU=y", "CONFIG_RISCV_SBI=y",
+                 "CONFIG_SERIAL_8250_CONSOLE=y", "CONFIG_SERIAL_OF_PLATFORM=y",
+                 "CONFIG_RISCV_ISA_FALLBACK=y"]),
 ])
 def test_new_arch_configs_keep_qrwlock(tmp_path, arch, options):
     """ppc64le and riscv64 (issue 30): tinyconfig + base + the arch's
-    fragment configures an SMP kernel that uses qrwlock (only configured
-    here: `make audit` builds their objects, nothing boots them)."""
+    fragment configures an SMP kernel that uses qrwlock and boots on QEMU
+    (pseries through VOF's prom_init and the hvc console; virt under
+    OpenSBI with QEMU 7.2's "riscv,isa" and the 8250 console); make
+    test-slow boots them (tests/guest/test_arches_boot.py)."""
     kernel_tree()
     import os
     env = dict(os.environ, QRWB_OUT=str(tmp_path / "out"))
@@ -150,3 +155,16 @@ def test_objects_refuse_a_directory_they_did_not_make(tmp_path):
     assert len(err) == 1 and "is not empty and no object build" in err[0], r.stderr
     assert sorted(p.name for p in mine.rglob("*")) == ["keep.c", "precious", "probe"]
     assert (mine / "probe" / "keep.c").read_text() == "x"
+
+
+def test_a_variant_the_arch_does_not_offer_is_refused_in_one_line(tmp_path):
+    """allfull exists on x86_64 and arm64 only (its fragment's
+    "# qrwbench-arches:" line): on ppc64le the build stops before any work."""
+    import os
+    r = run_script("ppc64le", "allfull", "--config-only",
+                   env=dict(os.environ, QRWB_OUT=str(tmp_path / "out")))
+    assert r.returncode != 0
+    assert r.stderr.splitlines() == [
+        "build-kernel: variant 'allfull' is not offered on ppc64le: valid arches are "
+        "x86_64 arm64 (kernel/configs/variant-allfull.config)"]
+    assert not (tmp_path / "out").exists()

@@ -33,6 +33,8 @@ BENIGN = synth.BOOT_LINES + synth.END_LINES + [
     "[    0.2] ODEBUG: selftest passed",
     "[    1.0] qrwbench: 12 measurements, 2 threads",
     "[    1.0] debug_bugverbose enabled",
+    # ppc64le under QEMU pseries with VOF: a blank NVRAM (issue 30)
+    "[    0.306451] WARNING: nvram corruption detected: 0-length partition\r",
 ]
 
 
@@ -63,3 +65,12 @@ def test_selftest_pass_line():
     without = [l for l in synth.BOOT_LINES if "atomic64_test" not in l]
     assert not faults.selftest_passed("\n".join(without))
     assert not faults.selftest_passed("atomic64_test: passed\natomic64_test: failed\n")
+
+
+def test_the_blank_nvram_line_excuses_no_other_warning():
+    """Only that exact line is benign: a WARNING after it, or one that
+    merely mentions nvram, is still a fault."""
+    other = "[    3.1] WARNING: nvram partition checksum was 00, should be 70!"
+    assert faults.scan(other) == [other]
+    tail = "[    3.1] WARNING: nvram corruption detected: 0-length partition at CPU 1"
+    assert faults.scan(tail) == [tail]

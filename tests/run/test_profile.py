@@ -27,7 +27,7 @@ def test_make_perf_bad_cell_is_one_line():
     r = subprocess.run(["make", "-s", "perf", "CELL=sparc/tcg/max/acqrel/rwlock/1"], cwd=TOP,
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.splitlines()[0] == "qrwbench: error: unknown arch 'sparc': valid are arm64, x86_64"
+    assert r.stderr.splitlines()[0] == "qrwbench: error: unknown arch 'sparc': valid are arm64, ppc64le, riscv64, x86_64"
     r = subprocess.run(["make", "-s", "perf", "CELL=x86_64/tcg/pentium/acqrel/rwlock/1"], cwd=TOP,
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == ""      # refused before any build

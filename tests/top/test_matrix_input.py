@@ -47,7 +47,7 @@ def test_good_matrix_loads(tmp_path):
 
 
 @pytest.mark.parametrize("old,new,expect", [
-    ('arch = "x86_64"', 'arch = "sparc"', "unknown arch 'sparc': valid are arm64, x86_64"),
+    ('arch = "x86_64"', 'arch = "sparc"', "unknown arch 'sparc': valid are arm64, ppc64le, riscv64, x86_64"),
     ('variants = ["acqrel"]', 'variants = ["sloppy"]', "unknown variant 'sloppy': valid are " + ", ".join(VARIANT_FILES)),
     ('name = "rwlock"', 'name = "frob"', "unknown workload 'frob': valid are atomics, rwlock"),
     ('name = "rwlock"', 'name = "hang"', "unknown workload 'hang'"),

@@ -158,3 +158,86 @@ def test_each_program_is_one_guest_file_with_its_name():
         assert f"const struct prog prog_{name} = {{" in src, name
         assert re.search(rf'\.name\s*=\s*"{name}",', src), name
         assert wl.kernel_ref and wl.op == name and wl.use == "matrix", name
+
+
+def arch_questions(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every comparison with an arch's name (``arch ==
+    "x86_64"``, ``a in ("arm64",)``) and every ``match`` case of one."""
+    names = VOCABULARY["arch"]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+        elif isinstance(node, ast.MatchValue):
+            sides = [node.value]
+        else:
+            continue
+        for side in sides:
+            elts = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+            found += [(node.lineno, e.value) for e in elts
+                      if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in names]
+    return sorted(found)
+
+
+def test_no_module_asks_about_an_arch_by_its_name():
+    """Booting, records, matrices and the analysis read an arch's facts from
+    its entry in vocab.ARCHES (issue 30: adding an arch is one entry and its
+    configs). build/ is exempt: the ordering audit reads each ISA's own
+    instructions (arm64's LSE alternatives, x86's locked ops)."""
+    hits = [f"{p.relative_to(PACKAGE)}:{line}: {name!r}: give vocab.Arch a field instead"
+            for p in sorted(PACKAGE.rglob("*.py"))
+            if p != PACKAGE / "vocab.py" and "build" not in p.relative_to(PACKAGE).parts
+            for line, name in arch_questions(p.read_text())]
+    assert hits == []
+
+
+def test_the_check_finds_an_arch_question():
+    src = ('if arch == "x86_64": pass\n'
+           'ok = "arm64" != a\n'
+           'x = a in ("riscv64", "ppc64le")\n'
+           'match a:\n    case "arm64": pass\n'
+           'fine = a == "not an arch" or vocab.ARCHES[a].tsc_khz\n')
+    assert arch_questions(src) == [(1, "x86_64"), (2, "arm64"), (3, "ppc64le"), (3, "riscv64"),
+                                   (5, "arm64")]
+
+
+def test_every_bootable_arch_is_one_entry_and_its_configs():
+    """Each entry of vocab.ARCHES has its row in kernel/scripts/arch.sh (same
+    image), its fragment kernel/configs/<arch>.config, its QEMU package in
+    make deps, and sane QEMU facts; and it is a target a matrix may name."""
+    deps = (TOP / "kernel" / "scripts" / "deps.sh").read_text()
+    for name, a in vocab.ARCHES.items():
+        b = vocab.build_arches()[name]
+        assert a.name == name and a.image == b.image, name
+        assert (vocab.CONFIGS / f"{name}.config").exists(), name
+        assert name in vocab.kernel_arches()
+        assert re.search(rf"\b{re.escape(a.qemu_package)}\b", deps), (name, a.qemu_package)
+        assert a.qemu.startswith("qemu-system-") and a.console and a.cpu_models and a.kvm_cpu
+        lo, hi = a.module_area
+        assert 0 < lo < hi < 1 << 64, name
+        assert not a.machine_opts or a.machine_opts.startswith(","), name
+        assert not a.kvm_machine_opts or a.kvm_machine_opts.startswith(","), name
+    # issue 30: the two other qrwlock arches of the audit boot too
+    assert {"ppc64le", "riscv64"} <= set(vocab.kernel_arches())
+    assert vocab.ARCHES["ppc64le"].cpu_models[:2] == ("power9", "power10")
+
+
+def test_arches_without_an_emulator_audit_say_so():
+    no = sorted(set(vocab.ARCHES) - set(vocab.emu_audit_arches()))
+    assert no and vocab.emu_audit_arches(), "some arches are audited, some not"
+    for a in no:
+        assert vocab.NO_EMU_AUDIT.format(arch=a) == f"no emulator audit for {a} yet"
+
+
+def test_a_variant_names_the_arches_that_offer_it():
+    """allfull (CONFIG_ATOMICS_FULLY_ORDERED, kernel/patches/0003) exists on
+    x86_64 and arm64 only: its fragment says so, and asking for it on another
+    arch is one line naming both."""
+    assert vocab.variant_arches("allfull") == ("x86_64", "arm64")
+    assert vocab.variant_arches("acqrel") is None
+    assert vocab.check_variant_arch("arm64", "allfull") == "allfull"
+    import pytest
+    with pytest.raises(vocab.InputError) as e:
+        vocab.check_variant_arch("riscv64", "allfull")
+    assert str(e.value) == ("variant 'allfull' is not offered on riscv64: valid arches are "
+                            "x86_64, arm64 (kernel/configs/variant-allfull.config)")

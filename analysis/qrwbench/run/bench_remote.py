@@ -84,7 +84,7 @@ def job_for(hosts: Hosts, cell: Cell, seed: int, rid: str, timeout_s: int,
                         binary=a.qemu, tsc_khz=TSC_PLACEHOLDER)
     argv += ["-name", f"guest=qrwbench:{rid}"]
     script = remote.job_script(argv, timeout_s)
-    if cell.arch == "x86_64":
+    if a.tsc_khz:
         tsc = hosts.blob(qemu.tsc_tool())      # each host measures its own rate
         script = script.replace("exec timeout", f"tsc=$({shlex.quote(tsc)} 2>/dev/null) || tsc=\n"
                                 "exec timeout", 1)

@@ -241,7 +241,9 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
     """Label every comparison on every TCG target (``cpus``: only these (arch,
     cpu) pairs); rows with arch, cpu_model, vcpus."""
     rows = []
-    tgts = [(a, c) for a, arch in vocab.ARCHES.items() for c in arch.cpu_models
+    for a in sorted({a for a, _c in cpus or ()} - set(vocab.emu_audit_arches())):
+        log(f"emulator audit: {a} skipped: {vocab.NO_EMU_AUDIT.format(arch=a)}")
+    tgts = [(a, c) for a in vocab.emu_audit_arches() for c in vocab.ARCHES[a].cpu_models
             if cpus is None or (a, c) in cpus]
     n, i = len(tgts) * len(vcpus) * len(workloads), 0
     for (arch, cpu), v, wl in itertools.product(tgts, vcpus, workloads):
@@ -295,8 +297,10 @@ def run(a) -> int:
         vcpus = ()
     if not vcpus or not all(1 <= v <= 8 for v in vcpus):
         raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
-    for arch in vocab.ARCHES:
+    for arch in vocab.emu_audit_arches():
         boot.kernel_paths(arch, "acqrel")         # before any boot
+    for arch in sorted(set(vocab.ARCHES) - set(vocab.emu_audit_arches())):
+        print(f"emuaudit: {arch} skipped: {vocab.NO_EMU_AUDIT.format(arch=arch)}")
     out, text = write(a.out, vcpus)
     print(text)
     print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")
@@ -308,7 +312,7 @@ def write(out, vcpus, cpus=None, log=print, **extra) -> tuple[Path, str]:
     emulator audit directory ``out`` (replaced only if it is one); ``extra``
     goes into emulator.json (run/audits.py: its inputs and targets)."""
     out = outputs.check(out, "emulator", "qrwbench emulator audit directory")
-    ver = qemu.qemu_version(qemu.qemu_binary("arm64"))
+    ver = qemu.qemu_version(qemu.qemu_binary(vocab.emu_audit_arches()[0]))
     with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
         rows = label_targets(tmp, vcpus, cpus=cpus, log=log)
         text = table(rows)

@@ -155,7 +155,7 @@ def l0_command(arch: str, cells: list[Cell], kernel: Path, initrd: Path,
     l1 = L1S[arch]
     cmd = qemu.command(arch, "tcg", l1.cpu, l1_vcpus(cells), l1_mem_mb(cells), kernel, initrd,
                        "rdinit=/init")
-    cmd[cmd.index("-M") + 1] = l1.machine + (",x-option-roms=off" if arch == "x86_64" else "")
+    cmd[cmd.index("-M") + 1] = l1.machine + vocab.ARCHES[arch].machine_opts
     cmd += ["-device", "virtio-serial-device"]
     for i, (name, path) in enumerate(ports.items()):
         cmd += ["-chardev", f"file,id=p{i},path={str(path).replace(',', ',,')}",

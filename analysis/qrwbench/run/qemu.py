@@ -59,32 +59,27 @@ def host_tsc_khz() -> int:
 def command(arch: str, accel: str, cpu_model: str, vcpus: int, mem_mb: int,
             kernel: Path | str, initrd: Path | str, append: str, *,
             binary: str | None = None, tsc_khz: int | str | None = None) -> list[str]:
-    """The QEMU command line for one boot (the console goes to stdout).
-    ``binary`` and ``tsc_khz`` (x86_64: the host TSC rate) default to this
+    """The QEMU command line for one boot (the console goes to stdout), from
+    the arch's entry in vocab.ARCHES alone.
+    ``binary`` and ``tsc_khz`` (arches with tsc_khz: the host TSC rate) default to this
     host's; a boot on another host (remote.py) gives its own."""
     a = ARCHES[arch]
     if accel == "kvm":
         accel_args = ["-accel", "kvm"]
     else:
         accel_args = ["-accel", "tcg,thread=multi"]
-    machine = a.machine
-    if arch == "arm64" and accel == "kvm":
-        # the host's GIC (v3 on most arm64 servers; virt defaults to v2)
-        machine += ",gic-version=max"
-    if arch == "x86_64":
-        # microvm boots vmlinux through PVH; no PCI, no firmware ROMs.
-        machine += ",x-option-roms=off"
+    # the arch's machine options (vocab.Arch), and those only KVM needs
+    machine = a.machine + a.machine_opts + (a.kvm_machine_opts if accel == "kvm" else "")
     extra = a.extra_append
-    if arch == "x86_64":
-        # microvm has no timer to calibrate the TSC against: without this the
-        # guest clock is jiffies (4 ms steps). TCG's guest TSC is the host's;
-        # under KVM without TSC scaling (-cpu host) it runs at the host's rate too.
+    if a.tsc_khz:
+        # TCG's guest TSC is the host's; under KVM without TSC scaling
+        # (-cpu host) it runs at the host's rate too.
         extra += f" tsc_early_khz={host_tsc_khz() if tsc_khz is None else tsc_khz} tsc=reliable"
     cmdline = f"console={a.console} panic=-1 {extra} {append}".split()
     return [binary or qemu_binary(arch), "-M", machine, *accel_args, "-cpu", cpu_model,
             "-smp", str(vcpus), "-m", f"{mem_mb}M",
             "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-            "-nic", "none", "-serial", "stdio", "-monitor", "none",
+            "-nic", "none", "-serial", "stdio", "-monitor", "none", *a.qemu_args,
             "-kernel", str(kernel), "-initrd", str(initrd),
             "-append", " ".join(cmdline)]
 
