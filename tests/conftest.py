@@ -66,7 +66,7 @@ def top() -> Path:
 @contextlib.contextmanager
 def changed_table(monkeypatch, tmp_path, module, attr: str, text: str, *readers):
     """While the block runs, ``module.attr`` (a path: one of the module's
-    tables, e.g. vocab.OPS_DEF) is a copy in tmp_path holding ``text``; the
+    tables, e.g. moduletables.OPS_DEF) is a copy in tmp_path holding ``text``; the
     caches of ``readers`` (lru_cache'd functions that read it) are cleared
     before and after. Yields the copy's path."""
     f = tmp_path / getattr(module, attr).name

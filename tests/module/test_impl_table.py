@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import TOP, changed_table
-from qrwbench import vocab
+from qrwbench import moduletables, vocab
 from qrwbench.build import module_audit
 
 MODULE = TOP / "bench" / "module"
@@ -88,7 +88,7 @@ def test_a_new_row_is_one_line_of_the_table(tmp_path, monkeypatch):
     line = "QRWB_IMPL(relaxed_c0, module, relaxed, 0, 0)\n"
     assert line in text
     changed = text + "QRWB_IMPL(relaxed_c1, module, relaxed, 1, 0)\n"
-    with changed_table(monkeypatch, tmp_path, vocab, "IMPLS_DEF", changed,
+    with changed_table(monkeypatch, tmp_path, moduletables, "IMPLS_DEF", changed,
                        vocab.lock_impls, module_audit._sym_impl) as f:
         assert cpp_rows(f) == vocab.lock_impls()
         assert module_audit.module_impls()[-1] == "relaxed_c1"
@@ -100,6 +100,6 @@ def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_impls.def").read_text()
     changed = text.replace("QRWB_IMPL(acqrel_c1, module, acqrel, 1, 0)",
                            "QRWB_IMPL(acqrel_c1, modul, acqrel, 1, 0)")
-    with changed_table(monkeypatch, tmp_path, vocab, "IMPLS_DEF", changed, vocab.lock_impls):
+    with changed_table(monkeypatch, tmp_path, moduletables, "IMPLS_DEF", changed, vocab.lock_impls):
         with pytest.raises(vocab.InputError, match=r"malformed row 'QRWB_IMPL\(acqrel_c1, modul,"):
             vocab.lock_impls()

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from conftest import TOP, changed_table
-from qrwbench import vocab
+from qrwbench import moduletables, vocab
 
 MODULE = TOP / "bench" / "module"
 
@@ -43,7 +43,7 @@ def test_a_new_ordering_is_one_line_of_the_table(tmp_path, monkeypatch):
     line = "\tQRWB_OP(op, relaxed, lhs op##_relaxed args)\n"
     assert line in text
     changed = text.replace(line, line.replace("\n", "\t\\\n") + "\tQRWB_OP(op, acqrel, lhs op##_acqrel args)\n")
-    with changed_table(monkeypatch, tmp_path, vocab, "OPS_DEF", changed,
+    with changed_table(monkeypatch, tmp_path, moduletables, "OPS_DEF", changed,
                        vocab.op_rows, vocab.op_orderings) as f:
         rows = cpp_rows(f)
         assert rows == vocab.op_rows()
@@ -55,7 +55,7 @@ def test_a_new_ordering_is_one_line_of_the_table(tmp_path, monkeypatch):
 def test_a_malformed_row_is_a_one_line_error_naming_it(tmp_path, monkeypatch):
     text = (MODULE / "qrwb_ops.def").read_text()
     changed = text.replace("QRWB_VOID(atomic_and, (~1, &s->v))", "QRWB_VOID(atomic_and (~1, &s->v))")
-    with changed_table(monkeypatch, tmp_path, vocab, "OPS_DEF", changed,
+    with changed_table(monkeypatch, tmp_path, moduletables, "OPS_DEF", changed,
                        vocab.op_rows, vocab.op_orderings):
         with pytest.raises(vocab.InputError, match=r"malformed row 'QRWB_VOID\(atomic_and \(~1"):
             vocab.op_orderings()
