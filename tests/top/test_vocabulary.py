@@ -70,11 +70,10 @@ def test_the_check_finds_a_hand_written_list():
     assert hand_written_lists((PACKAGE / "vocab.py").read_text())
 
 
-def workload_questions(source: str) -> list[tuple[int, str]]:
-    """(line, name) of every place that asks about one workload by its name:
-    a comparison with it (``x == "rwlock"``, ``"atomics" != y``, ``x in
-    ("rwlock",)``), a ``match`` case, a dict key."""
-    names = VOCABULARY["workload"]
+def name_questions(source: str, names, dict_keys: bool = True) -> list[tuple[int, str]]:
+    """(line, name) of every place that asks about one of ``names`` by its
+    literal: a comparison with it (``x == "rwlock"``, ``"atomics" != y``,
+    ``x in ("rwlock",)``), a ``match`` case and, with ``dict_keys``, a dict key."""
 
     def named(node) -> list[str]:
         elts = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
@@ -87,12 +86,17 @@ def workload_questions(source: str) -> list[tuple[int, str]]:
             sides = [node.left, *node.comparators]
         elif isinstance(node, ast.MatchValue):
             sides = [node.value]
-        elif isinstance(node, ast.Dict):
+        elif dict_keys and isinstance(node, ast.Dict):
             sides = [k for k in node.keys if k is not None]
         else:
             continue
         found += [(node.lineno, n) for side in sides for n in named(side)]
     return sorted(found)
+
+
+def workload_questions(source: str) -> list[tuple[int, str]]:
+    """Workload names asked by literal, dict keys included."""
+    return name_questions(source, VOCABULARY["workload"])
 
 
 def test_no_module_asks_about_a_workload_by_its_name():
@@ -161,22 +165,9 @@ def test_each_program_is_one_guest_file_with_its_name():
 
 
 def arch_questions(source: str) -> list[tuple[int, str]]:
-    """(line, name) of every comparison with an arch's name (``arch ==
-    "x86_64"``, ``a in ("arm64",)``) and every ``match`` case of one."""
-    names = VOCABULARY["arch"]
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare):
-            sides = [node.left, *node.comparators]
-        elif isinstance(node, ast.MatchValue):
-            sides = [node.value]
-        else:
-            continue
-        for side in sides:
-            elts = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
-            found += [(node.lineno, e.value) for e in elts
-                      if isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value in names]
-    return sorted(found)
+    """Arch names compared or matched by literal (a dict keyed by arch is a
+    table, not a question)."""
+    return name_questions(source, VOCABULARY["arch"], dict_keys=False)
 
 
 def test_no_module_asks_about_an_arch_by_its_name():
