@@ -1,12 +1,11 @@
 """`make bench-series` and `make bisect` take a program workload's cell as
-CELL (run/ktree.py), judged on the program / in-boot reference ratio."""
+CELL (run/ktree.py), judged on the program / in-boot reference ratio; a bad
+program cell is refused in one line (tests/top/test_refusals.py)."""
 from __future__ import annotations
 
 import pytest
 
-from fuzz import one_line
 from qrwbench import vocab
-from qrwbench.errors import QrwbenchError
 from qrwbench.run import ktree
 
 PROGRAMS = tuple(n for n, w in vocab.WORKLOAD_TABLE.items() if w.program)
@@ -23,14 +22,3 @@ def test_a_program_cell_parses_and_is_judged_on_its_ratio(workload):
     assert c.params_dict() == {"reps": 16, "duration_ms": 100, **{p: 20 for p in own}}
     assert ktree.ratio_mode(c)
     assert ktree.parse_cell(ktree.cell_text(c)) == c
-
-
-@pytest.mark.parametrize("text,word", [
-    ("x86_64/tcg/max/acqrel/pgrp:pgrp_write_pct=101/2", "pgrp_write_pct"),
-    ("x86_64/tcg/max/acqrel/sigio:sigio_setown_pct=-1/2", "sigio_setown_pct"),
-    ("x86_64/tcg/max/acqrel/forkwaitx/2", "forkwaitx"),
-])
-def test_a_bad_program_cell_is_one_line_naming_the_value(text, word):
-    with pytest.raises(QrwbenchError) as e:
-        ktree.parse_cell(text)
-    assert one_line(str(e.value)) and word in str(e.value), str(e.value)

@@ -30,6 +30,9 @@ BIG = 1 << 63
     ("x86_64/tcg/max/acqrel/rwlock:threads=3/2", "threads = 3 exceeds vcpus = 2"),
     ("x86_64/tcg/max/acqrel/rwlock:nreaders=2,nwriters=2/2", "nreaders + nwriters = 2 + 2 exceeds"),
     ("x86_64/tcg/max/acqrel/rwlock/99999999999999999999999", "is not a count in 1..64"),
+    ("x86_64/tcg/max/acqrel/pgrp:pgrp_write_pct=101/2", "pgrp_write_pct"),
+    ("x86_64/tcg/max/acqrel/sigio:sigio_setown_pct=-1/2", "sigio_setown_pct"),
+    ("x86_64/tcg/max/acqrel/forkwaitx/2", "forkwaitx"),
 ])
 def test_bad_cells_are_one_line_errors(cell, expect):
     with pytest.raises(QrwbenchError) as e:
