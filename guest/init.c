@@ -52,18 +52,9 @@ static void put(const char *s)
 static void put_num(long v)
 {
 	char d[24];
-	int i = sizeof(d) - 1;
-	int neg = v < 0;
-	unsigned long u = neg ? -(unsigned long)v : (unsigned long)v;
 
-	d[i] = 0;
-	do {
-		d[--i] = '0' + u % 10;
-		u /= 10;
-	} while (u);
-	if (neg)
-		d[--i] = '-';
-	put(d + i);
+	i64toa_r(v, d);		/* nolibc */
+	put(d);
 }
 
 /* wait until the console has transmitted everything, then reboot */

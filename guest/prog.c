@@ -96,14 +96,9 @@ unsigned int prog_pct(struct prog_ctx *c)
 static void fmt_num(char *dst, size_t room, unsigned long long v)
 {
 	char d[24];
-	int i = sizeof(d) - 1;
 
-	d[i] = 0;
-	do {
-		d[--i] = '0' + v % 10;
-		v /= 10;
-	} while (v);
-	strncat(dst, d + i, room - strlen(dst) - 1);
+	u64toa_r(v, d);		/* nolibc */
+	strncat(dst, d, room - strlen(dst) - 1);
 }
 
 static void cat(char *dst, size_t room, const char *s)
