@@ -67,12 +67,12 @@ class Arch:
     qemu_package: str       # Debian package that provides it
     machine: str            # -M value
     console: str            # guest console device
-    image: str              # kernel image, relative to the kernel build directory
     cpu_models: tuple       # CPU models for TCG; the first is the default
     kvm_cpu: str            # -cpu under KVM
     host_machine: tuple     # platform.machine() values that can run it under KVM
     extra_append: str       # arch-specific kernel command line
     module_area: tuple      # (first, last) virtual address where modules load (no KASLR)
+    # (the kernel image's path is arch.sh's: build_arches()[name].image)
     machine_opts: str = ""  # appended to -M (",k=v,..."), every accel
     kvm_machine_opts: str = ""  # appended to -M under KVM only
     qemu_args: tuple = ()   # more QEMU arguments (firmware, ...)
@@ -84,7 +84,7 @@ class Arch:
 ARCHES = {
     "x86_64": Arch(
         name="x86_64", qemu="qemu-system-x86_64", qemu_package="qemu-system-x86",
-        machine="microvm", console="ttyS0", image="vmlinux",
+        machine="microvm", console="ttyS0",
         cpu_models=("max",), kvm_cpu="host", host_machine=("x86_64", "amd64"),
         extra_append="reboot=t",
         # MODULES_VADDR..MODULES_END (the kernel image sits below it)
@@ -96,7 +96,7 @@ ARCHES = {
         tsc_khz=True, emu_audit=True),
     "arm64": Arch(
         name="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
-        machine="virt", console="ttyAMA0", image="arch/arm64/boot/Image",
+        machine="virt", console="ttyAMA0",
         cpu_models=("max", "cortex-a57"), kvm_cpu="host", host_machine=("aarch64", "arm64"),
         extra_append="",
         # MODULES_VADDR = _PAGE_END(VA_BITS_MIN = 48), 2 GiB below the image
@@ -107,7 +107,7 @@ ARCHES = {
         name="ppc64le", qemu="qemu-system-ppc64", qemu_package="qemu-system-ppc",
         # pseries with QEMU's own small Open Firmware (VOF) instead of SLOF:
         # it enters vmlinux's prom_init directly (PPC_OF_BOOT_TRAMPOLINE)
-        machine="pseries", machine_opts=",x-vof=on", console="hvc0", image="vmlinux",
+        machine="pseries", machine_opts=",x-vof=on", console="hvc0",
         cpu_models=("power9", "power10"), kvm_cpu="host", host_machine=("ppc64le",),
         extra_append="",
         # no MODULES_VADDR on Book3S-64: modules load into the vmalloc area
@@ -119,7 +119,6 @@ ARCHES = {
         name="riscv64", qemu="qemu-system-riscv64", qemu_package="qemu-system-misc",
         # S-mode kernel under OpenSBI (qemu-system-data's fw_dynamic)
         machine="virt", qemu_args=("-bios", "default"), console="ttyS0",
-        image="arch/riscv/boot/Image",
         cpu_models=("rv64",), kvm_cpu="host", host_machine=("riscv64",),
         extra_append="",
         # MODULES_VADDR = PFN_ALIGN(_end) - 2 GiB .. MODULES_END = PFN_ALIGN(_start)

@@ -31,7 +31,7 @@ NOT_ASKED = {"usable": False, "reason": "not asked for", "booted": False}
 def kernel_paths(arch: str, variant: str) -> tuple[Path, Path, Path, Path]:
     """(kernel image, initrd, kernel build dir, source tree) of a cell, checked to exist."""
     kdir = vocab.kernel_dir(arch, variant)
-    image = kdir / vocab.ARCHES[arch].image
+    image = kdir / vocab.build_arches()[arch].image
     initrd = vocab.initrd(arch, variant)
     if not (kdir / ".qrwbench-built").exists() or not image.exists():
         raise InputError(f"kernel {arch}-{variant} is not built: run 'make kernel ARCH={arch} VARIANT={variant}'")

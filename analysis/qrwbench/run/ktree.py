@@ -251,7 +251,7 @@ class BuildError(QrwbenchError):
 
 def built_kernel(wd: Workdir, arch: str) -> tuple[Path, Path, Path, Path]:
     """(image, initrd, build dir, source tree) of wd, for boot.boot_one(kernel=...)."""
-    image = wd.obj / vocab.ARCHES[arch].image
+    image = wd.obj / vocab.build_arches()[arch].image
     if not (wd.obj / ".qrwbench-built").exists() or not image.exists():
         raise QrwbenchError(f"kernel in {wd.obj} is not built")
     if not wd.initrd.exists():

@@ -227,7 +227,7 @@ def l1_paths(arch: str) -> tuple[Path, Path, Path]:
     """(L1 kernel image, L1 root cpio, gen_init_cpio), checked to exist."""
     l1 = L1S[arch]
     kdir = l1.kernel_dir(arch)
-    image = kdir / vocab.ARCHES[arch].image
+    image = kdir / vocab.build_arches()[arch].image
     if not (kdir / ".qrwbench-built").exists() or not image.exists():
         raise InputError(f"kvm-nested: L1 kernel {kdir} is not built: run 'make kvm-nested ARCH={arch}'")
     if not l1.root(arch).exists():
