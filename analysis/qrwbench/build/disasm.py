@@ -179,6 +179,11 @@ def _sparc(text: str) -> str | None:
     return mn if _SPARC.match(mn) else None
 
 
+# The full barriers (smp_mb()) of each ISA as its classifier writes them, by
+# kernel ARCH= (x86: a locked instruction or mfence, counted apart).
+FULL_BARRIERS = {"arm64": ("dmb ish", "dmb sy", "dsb ish", "dsb sy"), "powerpc": ("sync",),
+                 "riscv": ("fence rw,rw", "fence iorw,iorw")}
+
 # the ordering classifier of each ISA, by kernel ARCH= (vocab.BuildArch.karch)
 _ORDERING = {"x86_64": _x86, "x86": _x86, "arm64": _arm64, "powerpc": _powerpc,
              "riscv": _riscv, "mips": _mips, "sparc": _sparc}

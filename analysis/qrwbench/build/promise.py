@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from .. import vocab
+from . import disasm
 
 _LSE_FORM = re.compile(r"^(ld(?:add|clr|eor|set|smax|smin|umax|umin)|st(?:add|clr|eor|set)|swp|casp?)"
                        r"(al|a|l)?([bh]?)$")
@@ -45,8 +46,8 @@ def arm64_semantics(order: list[str]) -> dict:
         "stxr": any(m.startswith("stxr") for m in excl_st),
         "ldar": any(re.match(r"^(ldar|ldapr)[bh]?$", m) for m in order),
         "stlr": any(re.match(r"^stlr[bh]?$", m) for m in order),
-        "dmb_full": sum(m in ("dmb ish", "dmb sy", "dsb ish", "dsb sy") for m in order),
-        "dmb_other": sum(m.startswith(("dmb", "dsb")) and m not in ("dmb ish", "dmb sy", "dsb ish", "dsb sy")
+        "dmb_full": sum(m in disasm.FULL_BARRIERS["arm64"] for m in order),
+        "dmb_other": sum(m.startswith(("dmb", "dsb")) and m not in disasm.FULL_BARRIERS["arm64"]
                          for m in order),
     }
 
@@ -156,21 +157,13 @@ def _arm64_rmw_kind(path: str, ordering: str, s: dict) -> str | None:
     return "weaker" if not ok_weak else "stronger" if stronger else None
 
 
-# The full barriers of the other ISAs (kernel ARCH=), as disasm.py's
-# classifiers write them: smp_mb() is sync on powerpc, fence rw,rw on riscv.
-_FULL_BARRIER = {"powerpc": ("sync", "hwsync"), "riscv": ("fence rw,rw", "fence iorw,iorw")}
-
-
 def full_barriers(arch: str, rec: dict, path: str | None = None) -> int:
     """The full barriers of a function record (one path's, on arm64): locked
-    instructions and mfences on x86_64, dmb/dsb ish/sy on arm64, the
-    _FULL_BARRIER instructions of the other ISAs."""
+    instructions and mfences on x86_64, disasm.FULL_BARRIERS elsewhere."""
     r = rec["paths"][path] if path else rec
     if arch == "x86_64":
         return r["locked"] + r["counts"].get("mfence", 0)
-    if arch == "arm64":
-        return arm64_semantics(r["order"])["dmb_full"]
-    full = _FULL_BARRIER.get(vocab.build_arches()[arch].karch, ())
+    full = disasm.FULL_BARRIERS.get(vocab.build_arches()[arch].karch, ())
     return sum(m in full for m in r["order"])
 
 
