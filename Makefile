@@ -13,7 +13,8 @@
 #   make audit-arches              ordering instructions of the qrwlock fast paths and atomic
 #                                  orderings on every qrwlock arch, from objects only (no kernel)
 #   make noise                     CV, A/A rates, MDE, drift (bench/matrix/validity.toml)
-#   make torture [MINUTES=3]       rwlock exclusion checker on every variant + weak-memory canaries
+#   make torture [MINUTES=3] [MATRIX=bench/matrix/torture-arches.toml]
+#                                  rwlock exclusion checker on every variant + weak-memory canaries
 #   make perf CELL=...             perf record profile of QEMU for one cell
 #   make bench-series CELL=... [KERNEL_SRC=..] [FROM=..] [TO=..] [BOOTS=5]
 #   make bisect GOOD=.. BAD=.. CELL=... [KERNEL_SRC=..] [BOOTS=5] [THRESHOLD=5]
@@ -114,7 +115,8 @@ guests: kernels
 
 # The user's values reach the commands through the environment, never
 # pasted into a shell line.
-export MATRIX ACCEL CELL GOOD BAD KERNEL_SRC FROM TO BOOTS THRESHOLD BASE HOSTS
+export MATRIX MINUTES ACCEL CELL GOOD BAD KERNEL_SRC FROM TO BOOTS THRESHOLD BASE HOSTS
+TORTURE_ARGS = $(if $(MINUTES),--minutes "$$MINUTES") $(if $(MATRIX),--matrix "$$MATRIX")
 BENCH_ARGS = $(if $(QUICK),--quick) $(if $(MATRIX),--matrix "$$MATRIX") \
 	$(if $(ACCEL),--accel "$$ACCEL") $(if $(HOSTS),--hosts "$$HOSTS") --db "$$RESULTS_DB"
 
@@ -183,8 +185,14 @@ noise: guests
 	@$(PYRUN) -m qrwbench bench --matrix bench/matrix/validity.toml --db $(NOISE_DB) --runs build/noise/runs
 	@$(PYRUN) -m qrwbench noise $(NOISE_DB) --commit $$(git rev-parse HEAD)
 
-torture: guests
-	@$(PYRUN) -m qrwbench torture $(if $(MINUTES),--minutes $(MINUTES))
+# MATRIX: another torture matrix (bench/matrix/torture-arches.toml: ppc64le
+# and riscv64); its kernels and guests are built first.
+torture:
+	@kernels=$$($(PYRUN) -m qrwbench torture --plan $(TORTURE_ARGS)) || exit 2; \
+	$(MAKE) --no-print-directory tree && \
+	kernel/scripts/build-kernels.sh $$kernels && \
+	kernel/scripts/build-kernels.sh --guests $$kernels && \
+	$(PYRUN) -m qrwbench torture $(TORTURE_ARGS)
 
 # A perf record profile of QEMU for one cell: make perf CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
 # (CELL is checked first; then that cell's kernel, module and initramfs are

@@ -10,7 +10,7 @@ no message-passing canary fired, the `relaxed` rows say the backend cannot
 show the reordering they are about. The `relaxed` ordering is not a lock on weakly ordered CPUs;
 its violations are reported, not required to be 0.
 
-    /usr/bin/python3 -m qrwbench torture [--minutes N] [--matrix F] [--out build/torture]
+    /usr/bin/python3 -m qrwbench torture [--minutes N] [--matrix F] [--out build/torture] [--plan]
 """
 from __future__ import annotations
 
@@ -131,6 +131,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--minutes", type=float, default=3.0, help="total guest time (default 3)")
     ap.add_argument("--matrix", default=str(TOP / "bench" / "matrix" / "torture.toml"))
     outputs.add_out_option(ap, "torture")
+    ap.add_argument("--plan", action="store_true",
+                    help="only check the input and print the kernels the matrix needs "
+                         "(ARCH-VARIANT ...); nothing is booted")
 
 
 def run(args) -> int:
@@ -142,6 +145,9 @@ def run(args) -> int:
         raise InputError(f"--minutes {args.minutes}: must be a number of minutes in (0, 1440)")
     m = matrix.load(args.matrix)
     cells = scaled(m, matrix.cells(m), args.minutes)
+    if args.plan:
+        print(" ".join(bench.kernels_needed(m)))
+        return 0
     for c in cells:
         boot.kernel_paths(c.arch, c.variant)
     out = outputs.check(args.out, "torture")      # before any boot
