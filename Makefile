@@ -61,6 +61,7 @@ AUDIT_OBJECTS := $(foreach a,$(AUDIT_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
 # bench/matrix/arches.toml) and their kernels, which make test-slow boots.
 OTHER_ARCHES := $(filter-out $(DEFAULT_ARCHES),$(ARCHES))
 OTHER_KERNELS := $(foreach a,$(OTHER_ARCHES),$(foreach v,$(VARIANTS),$(a)-$(v)))
+OTHER_ACQREL := $(foreach a,$(OTHER_ARCHES),$(a)-acqrel)
 # The kernels `make test` boots and disassembles (the relaxed ones are only
 # configured there: their .config is checked, nothing boots them).
 TEST_KERNELS := x86_64-acqrel x86_64-full arm64-acqrel arm64-full arm64-allfull
@@ -135,7 +136,11 @@ report: deps
 # Objects for the per-arch audit, with "n of m" progress
 build-objects = @kernel/scripts/build-kernels.sh --objects $(1)
 
+# The emulator audit boots every bootable arch's acqrel kernel (its module
+# holds every ordering): the other arches' are built here too.
 audit: guests
+	$(call build-kernels,$(OTHER_ACQREL))
+	$(call build-guests,$(OTHER_ACQREL))
 	$(call build-objects,$(AUDIT_OBJECTS))
 	@$(PYRUN) -m qrwbench audit --out build/audit
 	@$(PYRUN) -m qrwbench emuaudit --out build/emulator

@@ -77,8 +77,6 @@ class Arch:
     kvm_machine_opts: str = ""  # appended to -M under KVM only
     qemu_args: tuple = ()   # more QEMU arguments (firmware, ...)
     tsc_khz: bool = False   # the command line needs the host's TSC rate (tsc_early_khz=)
-    emu_audit: bool = False     # the emulator audit (run/emuaudit.py) knows its
-                            # translation log; False: skipped, with NO_EMU_AUDIT's reason
 
 
 ARCHES = {
@@ -93,7 +91,7 @@ ARCHES = {
         machine_opts=",x-option-roms=off",
         # microvm has no timer to calibrate the TSC against: without
         # tsc_early_khz the guest clock is jiffies (4 ms steps)
-        tsc_khz=True, emu_audit=True),
+        tsc_khz=True),
     "arm64": Arch(
         name="arm64", qemu="qemu-system-aarch64", qemu_package="qemu-system-arm",
         machine="virt", console="ttyAMA0",
@@ -102,7 +100,7 @@ ARCHES = {
         # MODULES_VADDR = _PAGE_END(VA_BITS_MIN = 48), 2 GiB below the image
         module_area=(0xffff800000000000, 0xffff80007fffffff),
         # the host's GIC under KVM (v3 on most arm64 servers; virt defaults to v2)
-        kvm_machine_opts=",gic-version=max", emu_audit=True),
+        kvm_machine_opts=",gic-version=max"),
     "ppc64le": Arch(
         name="ppc64le", qemu="qemu-system-ppc64", qemu_package="qemu-system-ppc",
         # pseries with QEMU's own small Open Firmware (VOF) instead of SLOF:
@@ -126,15 +124,6 @@ ARCHES = {
         # KERNEL_LINK_ADDR 0xffffffff80000000 (no RELOCATABLE): this range holds it
         module_area=(0xffffffff00000000, 0xffffffff7fffffff)),
 }
-
-# Why an arch without emu_audit has no emulator audit (run/emuaudit.py).
-NO_EMU_AUDIT = "no emulator audit for {arch} yet"
-
-
-def emu_audit_arches() -> list[str]:
-    """The arches the emulator audit boots (ARCHES with emu_audit)."""
-    return [n for n, a in ARCHES.items() if a.emu_audit]
-
 
 ACCELS = ("tcg", "kvm")
 # The workloads: WORKLOAD_TABLE, below the module's tables it reads.

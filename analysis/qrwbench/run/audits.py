@@ -91,14 +91,11 @@ def ensure_emulator(targets: set, log=print) -> Path | None:
     of the matrix's TCG cells), current for the acqrel kernels and modules of
     every arch that has them and their QEMU; run when not, for these targets
     and those a current audit already covered (None: nothing to audit)."""
-    for a in sorted({a for a, _, _ in targets} - set(vocab.emu_audit_arches())):
-        log(f"bench: emulator audit: {a} skipped: {vocab.NO_EMU_AUDIT.format(arch=a)}")
-    targets = {t for t in targets if t[0] in vocab.emu_audit_arches()}
     if not targets:
         return None
     for a in sorted({a for a, _, _ in targets}):
         boot.kernel_paths(a, "acqrel")
-    archs = [a for a in sorted(vocab.emu_audit_arches()) if _acqrel_built(a)]
+    archs = [a for a in sorted(vocab.ARCHES) if _acqrel_built(a)]
     inputs = {"kernels": kernels_inputs([vocab.kernel_dir(a, "acqrel") for a in archs]),
               "qemu": {a: qemu.qemu_version(qemu.qemu_binary(a)) for a in archs}}
     path = EMULATOR / "emulator.json"

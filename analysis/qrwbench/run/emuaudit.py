@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import platform
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,9 @@ from . import boot, qemu
 
 IDENTICAL, BLIND, DISTINCT, NOT_RUN = ("identical guest code", "emulator-blind",
                                        "distinguishable", "not executed")
-_INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s)")
+# an instruction: x86 bytes ("48 8b 05 "), a 32-bit word (arm64, ppc64le,
+# riscv64), a 16-bit one (riscv64's compressed instructions)
+_INSN_RE = re.compile(r"^0x([0-9a-f]+):\s+((?:[0-9a-f]{2} )+|[0-9a-f]{8}\s|[0-9a-f]{4}\s)")
 _HEX_RE = re.compile(r"\$0x([0-9a-f]+)")
 
 
@@ -212,6 +215,52 @@ def audit_boot(tbs, lay, elf: Elf | None = None) -> list[dict]:
     return rows
 
 
+def variant_functions() -> dict:
+    """{(impl, op): {variant: functions}} of every compared loop
+    (:func:`comparisons`' sides)."""
+    out: dict = {}
+    for impl, op, a, b, fa, fb in comparisons():
+        out.setdefault((impl, op), {}).update({a: fa, b: fb})
+    return out
+
+
+# what the barrier table counts: QEMU's memory barrier op, and its atomic helpers
+_BARRIER_OP_RE = re.compile(r"^(mb \$0x[0-9a-f]+|call atomic_\w+)")
+
+
+def barrier_ops(tbs, lay, names) -> dict | None:
+    """{op: count} of the memory barriers (``mb $<TCG_MO/TCG_BAR bits>``) and
+    atomic helper calls in the translated code of ``names`` (each distinct
+    block once), None if none of it ran: what QEMU runs for a variant's
+    ordering (a barrier elided for one vCPU leaves no ``mb``)."""
+    parts = [function_code(tbs, *lay[n]) for n in names if n in lay]
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    n: dict = {}
+    for p in parts:
+        for block in p.ir:
+            for op in block:
+                if m := _BARRIER_OP_RE.match(op):
+                    n[m.group(1)] = n.get(m.group(1), 0) + 1
+    return dict(sorted(n.items()))
+
+
+# The barrier table's rows: one op that every ordering has, and the lock copies.
+BARRIER_ROWS = (("inline", "atomic_add_return"), ("module", "rwlock"))
+
+
+def barrier_rows(tbs, lay) -> list[dict]:
+    """One row per BARRIER_ROWS entry that ran: {impl, op, ops: {variant: {op: n}}}."""
+    fns = variant_functions()
+    rows = []
+    for key in BARRIER_ROWS:
+        got = {v: barrier_ops(tbs, lay, names) for v, names in fns.get(key, {}).items()}
+        if any(x is not None for x in got.values()):
+            rows.append({"impl": key[0], "op": key[1], "ops": got})
+    return rows
+
+
 # ------------------------------------------------------------------ boots
 
 # {workload: the parameters of its logged boot} (vocab.Workload.emu_params)
@@ -237,13 +286,12 @@ def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
 
 
 def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS), extra=None,
-                  log=print) -> list[dict]:
+                  log=print, barriers=None) -> list[dict]:
     """Label every comparison on every TCG target (``cpus``: only these (arch,
-    cpu) pairs); rows with arch, cpu_model, vcpus."""
+    cpu) pairs); rows with arch, cpu_model, vcpus. ``barriers``: a list that
+    gets the barrier rows (:func:`barrier_rows`) of each boot."""
     rows = []
-    for a in sorted({a for a, _c in cpus or ()} - set(vocab.emu_audit_arches())):
-        log(f"emulator audit: {a} skipped: {vocab.NO_EMU_AUDIT.format(arch=a)}")
-    tgts = [(a, c) for a in vocab.emu_audit_arches() for c in vocab.ARCHES[a].cpu_models
+    tgts = [(a, c) for a in vocab.ARCHES for c in vocab.ARCHES[a].cpu_models
             if cpus is None or (a, c) in cpus]
     n, i = len(tgts) * len(vcpus) * len(workloads), 0
     for (arch, cpu), v, wl in itertools.product(tgts, vcpus, workloads):
@@ -254,6 +302,9 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
         ko = vocab.module_ko(arch, "acqrel")
         lay = layout(console, ko)
         tbs = parse_log(text)
+        if barriers is not None:
+            barriers += [{"arch": arch, "cpu_model": cpu, "vcpus": v, **b} for b in barrier_rows(tbs, lay)
+                         if b["impl"] in vocab.workload(wl).impls]
         for r in audit_boot(tbs, lay, Elf(ko)):
             if r["impl"] not in vocab.workload(wl).impls:     # the other workload's pair
                 continue
@@ -282,6 +333,34 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+TCG_MO_ST_LD = 0x02     # tcg/tcg-mo.h: the ordering bit x86_64's TCG backend needs a fence for
+
+
+def barrier_text(op: str) -> str:
+    """One barrier-table entry: an ``mb`` says whether QEMU's x86_64 backend
+    emits a host fence for it (tcg_out_mb: only for TCG_MO_ST_LD; other
+    hosts: the bits alone)."""
+    if not op.startswith("mb "):
+        return op
+    bits = int(op.split("$")[1], 16)
+    if platform.machine() not in ("x86_64", "amd64"):
+        return op
+    return f"{op} ({'host fence' if bits & TCG_MO_ST_LD else 'no host code'})"
+
+
+def barrier_table(barriers: list[dict]) -> str:
+    """The barrier rows as Markdown: per target, vCPU count and loop, the
+    barrier ops and atomic helpers QEMU runs for each variant (which ones,
+    not how many: the count follows how QEMU split the loop into blocks)."""
+    cell = lambda d: "not executed" if d is None else (
+        ", ".join(barrier_text(k) for k in d) or "none")
+    lines = ["| target | vCPUs | loop | variant: ops |", "|---|---|---|---|"]
+    for b in sorted(barriers, key=lambda b: (b["arch"], b["cpu_model"], b["vcpus"], b["impl"])):
+        ops = "; ".join(f"{v}: {cell(d)}" for v, d in b["ops"].items())
+        lines.append(f"| {b['arch']}/tcg/{b['cpu_model']} | {b['vcpus']} | {b['impl']} {b['op']} | {ops} |")
+    return "\n".join(lines)
+
+
 def add_arguments(ap) -> None:
     """The options of ``python3 -m qrwbench emuaudit`` (the parser is cli's)."""
     outputs.add_out_option(ap, "emulator")
@@ -297,10 +376,8 @@ def run(a) -> int:
         vcpus = ()
     if not vcpus or not all(1 <= v <= 8 for v in vcpus):
         raise InputError(f"--vcpus {a.vcpus!r}: valid is a comma-separated list of 1..8")
-    for arch in vocab.emu_audit_arches():
+    for arch in vocab.ARCHES:
         boot.kernel_paths(arch, "acqrel")         # before any boot
-    for arch in sorted(set(vocab.ARCHES) - set(vocab.emu_audit_arches())):
-        print(f"emuaudit: {arch} skipped: {vocab.NO_EMU_AUDIT.format(arch=arch)}")
     out, text = write(a.out, vcpus)
     print(text)
     print(f"emuaudit: {out / 'emulator.json'}, {out / 'emulator.md'}")
@@ -312,10 +389,13 @@ def write(out, vcpus, cpus=None, log=print, **extra) -> tuple[Path, str]:
     emulator audit directory ``out`` (replaced only if it is one); ``extra``
     goes into emulator.json (run/audits.py: its inputs and targets)."""
     out = outputs.check(out, "emulator", "qrwbench emulator audit directory")
-    ver = qemu.qemu_version(qemu.qemu_binary(vocab.emu_audit_arches()[0]))
+    ver = qemu.qemu_version(qemu.qemu_binary(sorted({a for a, _c in cpus or ()} or vocab.ARCHES)[0]))
     with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
-        rows = label_targets(tmp, vcpus, cpus=cpus, log=log)
-        text = table(rows)
-        (tmp / "emulator.json").write_text(json.dumps(to_json(rows, ver, **extra), indent=1) + "\n")
+        barriers: list = []
+        rows = label_targets(tmp, vcpus, cpus=cpus, log=log, barriers=barriers)
+        text = f"{table(rows)}\n\nWhat QEMU runs for each ordering (barrier ops and atomic helpers " \
+               f"in the translated loops):\n\n{barrier_table(barriers)}"
+        (tmp / "emulator.json").write_text(
+            json.dumps(to_json(rows, ver, barriers=barriers, **extra), indent=1) + "\n")
         (tmp / "emulator.md").write_text(f"# Emulator audit ({ver})\n\n{text}\n")
     return out, text
