@@ -213,13 +213,6 @@ def test_every_bootable_arch_is_one_entry_and_its_configs():
     assert vocab.ARCHES["ppc64le"].cpu_models[:2] == ("power9", "power10")
 
 
-def test_arches_without_an_emulator_audit_say_so():
-    no = sorted(set(vocab.ARCHES) - set(vocab.emu_audit_arches()))
-    assert no and vocab.emu_audit_arches(), "some arches are audited, some not"
-    for a in no:
-        assert vocab.NO_EMU_AUDIT.format(arch=a) == f"no emulator audit for {a} yet"
-
-
 def test_a_variant_names_the_arches_that_offer_it():
     """allfull (CONFIG_ATOMICS_FULLY_ORDERED, kernel/patches/0003) exists on
     x86_64 and arm64 only: its fragment says so, and asking for it on another

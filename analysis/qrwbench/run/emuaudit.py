@@ -334,6 +334,8 @@ def table(rows: list[dict]) -> str:
 
 
 TCG_MO_ST_LD = 0x02     # tcg/tcg-mo.h: the ordering bit x86_64's TCG backend needs a fence for
+# the hosts whose TCG backend is tcg/i386 (those that run x86_64 guests under KVM)
+_X86_HOSTS = vocab.ARCHES["x86_64"].host_machine
 
 
 def barrier_text(op: str) -> str:
@@ -343,7 +345,7 @@ def barrier_text(op: str) -> str:
     if not op.startswith("mb "):
         return op
     bits = int(op.split("$")[1], 16)
-    if platform.machine() not in ("x86_64", "amd64"):
+    if platform.machine() not in _X86_HOSTS:
         return op
     return f"{op} ({'host fence' if bits & TCG_MO_ST_LD else 'no host code'})"
 
