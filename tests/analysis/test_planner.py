@@ -209,3 +209,30 @@ def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled
     plan = fresh()
     assert planner.next_round(plan, cset, run_cell, calibrating=["C"]) == ["C", "C"]
     assert plan.cells["C"].ended_by == ""
+
+
+def test_one_first_boot_a_settled_cell_stops_and_a_kernel_build_gets_its_second():
+    """Issue 26, the default matrix's `boots = 1`: after one boot a cell, the
+    settled cell (identical code) stops; the kernel builds, one boot a side,
+    cannot be judged, so each of their cells gets one more boot (a round at
+    most doubles a cell); the noisy distinguishable atomics cell grows too."""
+    rng = np.random.default_rng(5)
+    settled = synth.samples(rng, boots=1, reps=10, cv=0.10, variants=("full", "relaxed"),
+                            op="same", run_prefix="s")
+    noisy = synth.samples(rng, boots=1, reps=10, cv=0.10, variants=("full", "relaxed"),
+                          op="differ", run_prefix="d")
+    kernels = synth.kernel_boots(rng, "acqrel", 1) + synth.kernel_boots(rng, "full", 1)
+    run_cell = {**_run_cell(settled, "S"), **_run_cell(noisy, "D"),
+                **{s["run_id"]: f"K-{s['run_id'].split('-')[0]}" for s in kernels}}
+    cset = compare.compare_cells(settled + noisy + kernels, n_resamples=50,
+                                 identical=lambda c, a, b: c.op == "same")
+    kern = [c for c in cset.comparisons if c.level == "kernel"]
+    assert kern and not any(c.effect is not None and c.effect.judged for c in kern)
+    plan = planner.Plan(TARGETS, max_boots=16, budget_s=1e9)
+    for key in set(run_cell.values()):
+        plan.state(key).boots = 1
+        plan.state(key).boot_s = [5.0]
+    keys = planner.next_round(plan, cset, run_cell)
+    assert plan.cells["S"].ended_by == planner.SETTLED and "S" not in keys
+    assert sorted(k for k in keys if k.startswith("K-")) == ["K-acqrel", "K-full"]
+    assert keys.count("D") == 1
