@@ -121,14 +121,20 @@ TORTURE_ARGS = $(if $(MINUTES),--minutes "$$MINUTES") $(if $(MATRIX),--matrix "$
 BENCH_ARGS = $(if $(QUICK),--quick) $(if $(MATRIX),--matrix "$$MATRIX") \
 	$(if $(ACCEL),--accel "$$ACCEL") $(if $(HOSTS),--hosts "$$HOSTS") --db "$$RESULTS_DB"
 
-# The matrix, the accelerator and the results DB are checked first; then only
-# the kernels (and guests) the matrix boots are built.
-bench:
-	@kernels=$$($(PYRUN) -m qrwbench bench --plan $(BENCH_ARGS)) || exit 2; \
+# $(call plan-build-run,SUBCOMMAND ARGS): `qrwbench SUBCOMMAND --plan ARGS`
+# checks the input and prints the kernels it boots; then only those kernels
+# (and their guests) are built, and the subcommand runs.
+plan-build-run = @kernels=$$($(PYRUN) -m qrwbench $(firstword $(1)) --plan $(wordlist 2,999,$(1))) \
+	|| exit 2; \
 	$(MAKE) --no-print-directory tree && \
 	kernel/scripts/build-kernels.sh $$kernels && \
 	kernel/scripts/build-kernels.sh --guests $$kernels && \
-	$(PYRUN) -m qrwbench bench $(BENCH_ARGS)
+	$(PYRUN) -m qrwbench $(1)
+
+# The matrix, the accelerator and the results DB are checked first; then only
+# the kernels (and guests) the matrix boots are built.
+bench:
+	$(call plan-build-run,bench $(BENCH_ARGS))
 
 report: deps
 	@$(PYRUN) -m qrwbench report --db "$$RESULTS_DB" --out build/report --screenshot
@@ -193,11 +199,7 @@ noise: guests
 # MATRIX: another torture matrix (bench/matrix/torture-arches.toml: ppc64le
 # and riscv64); its kernels and guests are built first.
 torture:
-	@kernels=$$($(PYRUN) -m qrwbench torture --plan $(TORTURE_ARGS)) || exit 2; \
-	$(MAKE) --no-print-directory tree && \
-	kernel/scripts/build-kernels.sh $$kernels && \
-	kernel/scripts/build-kernels.sh --guests $$kernels && \
-	$(PYRUN) -m qrwbench torture $(TORTURE_ARGS)
+	$(call plan-build-run,torture $(TORTURE_ARGS))
 
 # A perf record profile of QEMU for one cell: make perf CELL=ARCH/ACCEL/CPU/VARIANT/WORKLOAD[:k=v,...]/VCPUS
 # (CELL is checked first; then that cell's kernel, module and initramfs are
