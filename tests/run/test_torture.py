@@ -29,6 +29,20 @@ def test_minutes_scale_the_windows(tmp_path):
     assert all(c.params_dict()["check_exclusion"] == 1 for c in short)
 
 
+def test_plan_names_the_kernels_of_the_matrix_and_boots_nothing(capsys):
+    """make torture builds only what `torture --plan` prints: the arches
+    matrix's ppc64le and riscv64 kernels, the default one's x86_64 and arm64."""
+    assert cli.main(["torture", "--plan", "--matrix",
+                     str(TOP / "bench" / "matrix" / "torture-arches.toml")]) == 0
+    assert capsys.readouterr().out.split() == [f"{a}-{v}" for a in ("ppc64le", "riscv64")
+                                               for v in ("acqrel", "full", "relaxed")]
+    assert cli.main(["torture", "--plan"]) == 0
+    assert capsys.readouterr().out.split() == [f"{a}-{v}" for a in ("arm64", "x86_64")
+                                               for v in ("acqrel", "full", "relaxed")]
+    assert cli.main(["torture", "--plan", "--minutes", "0"]) == 2
+    assert "--minutes 0.0: must be a number of minutes in (0, 1440)" in capsys.readouterr().err
+
+
 @pytest.mark.guest
 def test_short_torture_run_reports_zero_violations_for_acqrel(tmp_path):
     kernel_dir("x86_64", "acqrel")
