@@ -35,7 +35,22 @@ def test_the_audits_run_once_then_are_reused_until_the_targets_change(tmp_path, 
     audits.ensure(one, log=log.append)
     assert boots == [] and orderings == []
     assert "bench: ordering audit current" in log[-2] and "bench: emulator audit current" in log[-1]
-    # a vCPU count the audit did not boot: the emulator audit runs again
+    # a vCPU count the audit did not boot: only that target boots; the
+    # current one keeps its rows and its logs
     audits.ensure(one + [Cell.boot("x86_64", "tcg", "max", "acqrel", "atomics", 2)],
                   log=log.append)
-    assert orderings == [] and {b[2] for b in boots} == {1, 2}
+    assert orderings == [] and {b[2] for b in boots} == {2}
+    doc = json.loads((tmp_path / "emulator" / "emulator.json").read_text())
+    assert doc["targets"] == [["x86_64", "max", 1], ["x86_64", "max", 2]]
+    assert {r["vcpus"] for r in doc["labels"]} == {1, 2}
+    assert (tmp_path / "emulator" / "runs" / "x86_64-max-1v-atomics" / "tcg.log").exists()
+    # another arch's rows made from other inputs (a rebuilt kernel): booted
+    # again; x86_64's are kept
+    doc["inputs"]["arm64"] = {"kernel": "stale", "qemu": "?"}
+    doc["targets"].append(["arm64", "max", 1])
+    (tmp_path / "emulator" / "emulator.json").write_text(json.dumps(doc))
+    boots.clear()
+    audits.ensure(one + [Cell.boot("arm64", "tcg", "max", "acqrel", "atomics", 1)],
+                  log=log.append)
+    assert {b[:3] for b in boots} == {("arm64", "max", 1)}
+    assert "2 targets kept" in log[-1] or any("2 targets kept" in x for x in log[-3:])

@@ -8,12 +8,15 @@ build/emulator/emulator.json: short guests under QEMU's translation log, one
 per TCG target, vCPU count and workload). The planner then gives those pairs
 the first round's boots and no more (planner.py, ``Comparison.settled``).
 
-Each audit's JSON keeps what it was made from (``"inputs"``): a hash of
-every built kernel's stamp (``.qrwbench-built``, itself a hash of every input
-of the build) and of every module, and for the emulator audit QEMU's version
-and the targets and vCPU counts it booted. A current audit (same inputs,
-covering what the matrix boots) is reused without a boot; otherwise it is run
-again, with progress lines and its output in its log.
+Each audit's JSON keeps what it was made from (``"inputs"``). The ordering
+audit: a hash of every built kernel's stamp (``.qrwbench-built``, itself a
+hash of every input of the build) and of every module; it is current while
+that hash is. The emulator audit: per arch, the hash of its acqrel kernel's
+stamp and module and its QEMU's version, and the targets (arch, CPU model,
+vCPUs) it booted; a target's rows are current while its arch's inputs are,
+so building another arch's kernels keeps them. What is current is reused
+without a boot; the rest is run, with progress lines and its output in its
+log.
 """
 from __future__ import annotations
 
@@ -81,38 +84,53 @@ def ensure_ordering(log=print) -> Path | None:
     return path
 
 
-def _acqrel_built(arch: str) -> bool:
+def arch_inputs(arch: str) -> dict | None:
+    """What an arch's emulator-audit rows are made from: its acqrel kernel's
+    build stamp and module, and its QEMU's version (None: not built)."""
     d = vocab.kernel_dir(arch, "acqrel")
-    return (d / ".qrwbench-built").exists() and vocab.module_ko(arch, "acqrel").exists()
+    if not ((d / ".qrwbench-built").exists() and vocab.module_ko(arch, "acqrel").exists()):
+        return None
+    return {"kernel": kernels_inputs([d]), "qemu": qemu.qemu_version(qemu.qemu_binary(arch))}
 
 
 def ensure_emulator(targets: set, log=print) -> Path | None:
     """build/emulator/emulator.json covering ``targets`` ({(arch, cpu, vcpus)}
-    of the matrix's TCG cells), current for the acqrel kernels and modules of
-    every arch that has them and their QEMU; run when not, for these targets
-    and those a current audit already covered (None: nothing to audit)."""
+    of the matrix's TCG cells). Each target's rows are current while its
+    arch's inputs (arch_inputs: kernel, module, QEMU) are those they were made
+    from: current ones are kept without a boot, the others booted (None:
+    nothing to audit)."""
     if not targets:
         return None
     for a in sorted({a for a, _, _ in targets}):
         boot.kernel_paths(a, "acqrel")
-    archs = [a for a in sorted(vocab.ARCHES) if _acqrel_built(a)]
-    inputs = {"kernels": kernels_inputs([vocab.kernel_dir(a, "acqrel") for a in archs]),
-              "qemu": {a: qemu.qemu_version(qemu.qemu_binary(a)) for a in archs}}
     path = EMULATOR / "emulator.json"
-    doc = _current(path, inputs)
-    covered = {tuple(t) for t in (doc or {}).get("targets", [])}
-    if doc and targets <= covered:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        doc = None
+    doc = doc if isinstance(doc, dict) and isinstance(doc.get("inputs"), dict) else {}
+    now = {a: arch_inputs(a) for a in sorted({t[0] for t in doc.get("targets", [])}
+                                             | {a for a, _, _ in targets})}
+    covered = {tuple(t) for t in doc.get("targets", [])
+               if now.get(t[0]) is not None and doc["inputs"].get(t[0]) == now[t[0]]}
+    if targets <= covered:
         log(f"bench: emulator audit current ({path})")
         return path
-    want = targets | covered
-    vcpus = tuple(sorted({v for _, _, v in want}))
-    cpus = {(a, c) for a, c, _ in want}
-    boots = len(cpus) * len(vcpus) * len(emuaudit.WORKLOADS)
-    log(f"bench: emulator audit: {boots} short boots under QEMU's "
-        f"translation log ({', '.join(f'{a}/{c}' for a, c in sorted(cpus))}; "
-        f"{', '.join(map(str, vcpus))} vCPUs; output in {EMULATOR})")
-    emuaudit.write(EMULATOR, vcpus, cpus, inputs=inputs,
-                   targets=sorted((a, c, v) for a, c in cpus for v in vcpus), log=log)
+    new = targets - covered
+    vcpus = tuple(sorted({v for _, _, v in new}))
+    cpus = {(a, c) for a, c, _ in new}
+    booted = {(a, c, v) for a, c in cpus for v in vcpus}
+    kept = covered - booted
+    ok = lambda r: (r["arch"], r["cpu_model"], r["vcpus"]) in kept
+    keep = {k: [r for r in doc.get(k, []) if ok(r)] for k in ("labels", "barriers")}
+    log(f"bench: emulator audit: {len(cpus) * len(vcpus) * len(emuaudit.WORKLOADS)} short boots "
+        f"under QEMU's translation log ({', '.join(f'{a}/{c}' for a, c in sorted(cpus))}; "
+        f"{', '.join(map(str, vcpus))} vCPUs; output in {EMULATOR})"
+        + (f"; {len(kept)} targets kept" if kept else ""))
+    every = kept | booted
+    emuaudit.write(EMULATOR, vcpus, cpus, keep=keep,
+                   inputs={a: now[a] for a in sorted({t[0] for t in every})},
+                   targets=sorted(every), log=log)
     return path
 
 

@@ -32,6 +32,7 @@ import itertools
 import json
 import platform
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -386,15 +387,23 @@ def run(a) -> int:
     return 0
 
 
-def write(out, vcpus, cpus=None, log=print, **extra) -> tuple[Path, str]:
+def write(out, vcpus, cpus=None, log=print, keep=None, **extra) -> tuple[Path, str]:
     """Label the targets (``cpus``: only these (arch, cpu) pairs) into the
-    emulator audit directory ``out`` (replaced only if it is one); ``extra``
-    goes into emulator.json (run/audits.py: its inputs and targets)."""
+    emulator audit directory ``out`` (replaced only if it is one); ``keep``:
+    a previous emulator.json's rows (``labels``, ``barriers``) of targets still
+    current, kept with their boots' logs; ``extra`` goes into emulator.json
+    (run/audits.py: its inputs and targets)."""
     out = outputs.check(out, "emulator", "qrwbench emulator audit directory")
     ver = qemu.qemu_version(qemu.qemu_binary(sorted({a for a, _c in cpus or ()} or vocab.ARCHES)[0]))
+    keep = keep or {}
     with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
-        barriers: list = []
-        rows = label_targets(tmp, vcpus, cpus=cpus, log=log, barriers=barriers)
+        kept = {f"{r['arch']}-{r['cpu_model']}-{r['vcpus']}v-" for r in keep.get("labels", [])}
+        for d in sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else ():
+            if any(d.name.startswith(k) for k in kept):
+                shutil.copytree(d, tmp / "runs" / d.name)
+        barriers: list = list(keep.get("barriers", []))
+        rows = list(keep.get("labels", [])) + label_targets(tmp, vcpus, cpus=cpus, log=log,
+                                                            barriers=barriers)
         text = f"{table(rows)}\n\nWhat QEMU runs for each ordering (barrier ops and atomic helpers " \
                f"in the translated loops):\n\n{barrier_table(barriers)}"
         (tmp / "emulator.json").write_text(
