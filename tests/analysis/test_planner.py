@@ -212,7 +212,7 @@ def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled
 
 
 def test_one_first_boot_a_settled_cell_stops_and_a_kernel_build_gets_its_second():
-    """Issue 26, the default matrix's `boots = 1`: after one boot a cell, the
+    """A matrix with `boots = 1` (issue 26 run F): after one boot a cell, the
     settled cell (identical code) stops; the kernel builds, one boot a side,
     cannot be judged, so each of their cells gets one more boot (a round at
     most doubles a cell); the noisy distinguishable atomics cell grows too."""
