@@ -52,13 +52,19 @@ def kernels_inputs(kernels) -> str:
     return h.hexdigest()[:16]
 
 
-def _current(path: Path, inputs: dict) -> dict | None:
-    """The JSON at ``path`` when it was made from ``inputs``, else None."""
+def _read(path: Path) -> dict:
+    """An audit's JSON with its ``inputs`` ({} when missing or unreadable)."""
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) and doc.get("inputs") == inputs else None
+        return {}
+    return doc if isinstance(doc, dict) and isinstance(doc.get("inputs"), dict) else {}
+
+
+def _current(path: Path, inputs: dict) -> dict | None:
+    """The JSON at ``path`` when it was made from ``inputs``, else None."""
+    doc = _read(path)
+    return doc if doc and doc["inputs"] == inputs else None
 
 
 def ensure_ordering(log=print) -> Path | None:
@@ -104,11 +110,7 @@ def ensure_emulator(targets: set, log=print) -> Path | None:
     for a in sorted({a for a, _, _ in targets}):
         boot.kernel_paths(a, "acqrel")
     path = EMULATOR / "emulator.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        doc = None
-    doc = doc if isinstance(doc, dict) and isinstance(doc.get("inputs"), dict) else {}
+    doc = _read(path)
     now = {a: arch_inputs(a) for a in sorted({t[0] for t in doc.get("targets", [])}
                                              | {a for a, _, _ in targets})}
     covered = {tuple(t) for t in doc.get("targets", [])
