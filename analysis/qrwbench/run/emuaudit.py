@@ -234,13 +234,12 @@ def barrier_ops(tbs, lay, names) -> dict | None:
     atomic helper calls in the translated code of ``names`` (each distinct
     block once), None if none of it ran: what QEMU runs for a variant's
     ordering (a barrier elided for one vCPU leaves no ``mb``)."""
-    parts = [function_code(tbs, *lay[n]) for n in names if n in lay]
-    parts = [p for p in parts if p is not None]
-    if not parts:
+    code = code_of(tbs, lay, names)
+    if code is None:
         return None
     n: dict = {}
-    for p in parts:
-        for block in p.ir:
+    for part in code.ir:
+        for block in part:
             for op in block:
                 if m := _BARRIER_OP_RE.match(op):
                     n[m.group(1)] = n.get(m.group(1), 0) + 1
@@ -266,6 +265,11 @@ def barrier_rows(tbs, lay) -> list[dict]:
 
 # {workload: the parameters of its logged boot} (vocab.Workload.emu_params)
 WORKLOADS = {n: w.emu_params for n, w in vocab.WORKLOAD_TABLE.items() if w.emu_params}
+
+
+def run_dir(out: Path, arch, cpu, vcpus, workload) -> Path:
+    """Where the logged boot of one target, vCPU count and workload writes."""
+    return out / "runs" / f"{arch}-{cpu}-{vcpus}v-{workload}"
 
 
 def boot_logged(arch, cpu, vcpus, workload, out: Path, variant="acqrel",
@@ -297,7 +301,7 @@ def label_targets(out: Path, vcpus=(1, 2), cpus=None, workloads=tuple(WORKLOADS)
     n, i = len(tgts) * len(vcpus) * len(workloads), 0
     for (arch, cpu), v, wl in itertools.product(tgts, vcpus, workloads):
         i += 1
-        d = out / "runs" / f"{arch}-{cpu}-{v}v-{wl}"
+        d = run_dir(out, arch, cpu, v, wl)
         log(f"[emulator audit {i}/{n}] {arch}/tcg/{cpu} {v}v {wl} (log: {d / 'tcg.log'})")
         console, text = boot_logged(arch, cpu, v, wl, d, extra=(extra or {}).get(wl))
         ko = vocab.module_ko(arch, "acqrel")
@@ -397,10 +401,10 @@ def write(out, vcpus, cpus=None, log=print, keep=None, **extra) -> tuple[Path, s
     ver = qemu.qemu_version(qemu.qemu_binary(sorted({a for a, _c in cpus or ()} or vocab.ARCHES)[0]))
     keep = keep or {}
     with outputs.replacing(out, "emulator", "qrwbench emulator audit directory") as tmp:
-        kept = {f"{r['arch']}-{r['cpu_model']}-{r['vcpus']}v-" for r in keep.get("labels", [])}
-        for d in sorted((out / "runs").glob("*")) if (out / "runs").is_dir() else ():
-            if any(d.name.startswith(k) for k in kept):
-                shutil.copytree(d, tmp / "runs" / d.name)
+        kept = {(r["arch"], r["cpu_model"], r["vcpus"]) for r in keep.get("labels", [])}
+        for t, wl in itertools.product(sorted(kept), WORKLOADS):
+            if run_dir(out, *t, wl).is_dir():
+                shutil.copytree(run_dir(out, *t, wl), run_dir(tmp, *t, wl))
         barriers: list = list(keep.get("barriers", []))
         rows = list(keep.get("labels", [])) + label_targets(tmp, vcpus, cpus=cpus, log=log,
                                                             barriers=barriers)
