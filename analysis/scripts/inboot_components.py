@@ -1,7 +1,7 @@
 """Usage: /usr/bin/python3 analysis/scripts/inboot_components.py DB [RIG_COMMIT]
 
 Where the width of the in-boot comparisons of `make bench` comes from, per
-family (arch, CPU model, workload, vCPUs): for each in-boot comparison, the
+family (arch, CPU model, workload, vCPUs, placement): for each in-boot comparison, the
 SD of one paired block's log ratio (within a boot) and the SD of a boot's
 mean ratio beyond what that explains (between boots, method of moments, as
 effects.random_effects_se), with the verdicts, boots, blocks per boot and
@@ -39,10 +39,11 @@ def main(argv):
         s2w = sum(((x - x.mean()) ** 2).sum() for x in g) / (n - 1).sum()
         means = np.array([x.mean() for x in g])
         between = max(0.0, means.var(ddof=1) - float((s2w / n).mean()))
-        fams[(c.cell.arch, c.cell.cpu, c.cell.workload, c.cell.vcpus)].append(
+        fams[(c.cell.arch, c.cell.cpu, c.cell.workload, c.cell.vcpus,
+              c.cell.placement)].append(
             (c.kind, len(g), n.mean(), np.sqrt(s2w) * 100, np.sqrt(between) * 100,
              c.effect.half_width_pct))
-    print("arch cpu workload vCPUs: verdicts; medians: boots, blocks/boot, block SD, "
+    print("arch cpu workload vCPUs placement: verdicts; medians: boots, blocks/boot, block SD, "
           "between-boot SD, CI half-width")
     for fam in sorted(fams):
         v = fams[fam]
