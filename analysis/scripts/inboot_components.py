@@ -1,10 +1,10 @@
 """Usage: /usr/bin/python3 analysis/scripts/inboot_components.py DB [RIG_COMMIT]
 
 Where the width of the in-boot comparisons of `make bench` comes from, per
-family (arch, CPU model, workload, vCPUs, placement): for each in-boot comparison, the
-SD of one paired block's log ratio (within a boot) and the SD of a boot's
-mean ratio beyond what that explains (between boots, method of moments, as
-effects.random_effects_se), with the verdicts, boots, blocks per boot and
+family (arch, CPU model, workload, vCPUs, placement): for each in-boot
+comparison, the SD of one paired block's log ratio (within a boot) and the
+SD of a boot's mean ratio beyond what that explains (between boots,
+effects.variance_components), with the verdicts, boots, blocks per boot and
 the CI half-width; medians per family. Where the between-boot part is ~0,
 the CI shrinks with blocks, and blocks per boot (reps) are cheaper than
 boots."""
@@ -33,16 +33,13 @@ def main(argv):
         if c.level != "in-boot":
             continue
         g = effects.block_log_ratios(reps[c.cell][c.variant], reps[c.cell][c.baseline])
-        n = np.array([len(x) for x in g], dtype=float)
-        if len(g) < 2 or n.min() < 2:
+        parts = effects.variance_components(g)
+        if parts is None:
             continue
-        s2w = sum(((x - x.mean()) ** 2).sum() for x in g) / (n - 1).sum()
-        means = np.array([x.mean() for x in g])
-        between = max(0.0, means.var(ddof=1) - float((s2w / n).mean()))
         fams[(c.cell.arch, c.cell.cpu, c.cell.workload, c.cell.vcpus,
               c.cell.placement)].append(
-            (c.kind, len(g), n.mean(), np.sqrt(s2w) * 100, np.sqrt(between) * 100,
-             c.effect.half_width_pct))
+            (c.kind, len(g), np.mean([len(x) for x in g]), np.sqrt(parts[0]) * 100,
+             np.sqrt(parts[1]) * 100, c.effect.half_width_pct))
     print("arch cpu workload vCPUs placement: verdicts; medians: boots, blocks/boot, block SD, "
           "between-boot SD, CI half-width")
     for fam in sorted(fams):

@@ -33,14 +33,12 @@ def components(samples):
             continue
         for variant, runs in variants.items():
             groups = effects.block_log_ratios(runs, ref)
-            if len(groups) < 2 or min(len(g) for g in groups) < 2:
+            parts = effects.variance_components(groups)
+            if parts is None:
                 continue
-            n = np.array([len(g) for g in groups], dtype=float)
-            s2w = sum(((g - g.mean()) ** 2).sum() for g in groups) / (n - 1).sum()
-            means = np.array([g.mean() for g in groups])
-            between = max(0.0, means.var(ddof=1) - float((s2w / n).mean()))
             out.append({"cell": cell, "variant": variant, "boots": len(groups),
-                        "blocks": float(n.mean()), "within": s2w, "between": between})
+                        "blocks": float(np.mean([len(g) for g in groups])),
+                        "within": parts[0], "between": parts[1]})
     return out
 
 

@@ -104,6 +104,20 @@ def test_boot_estimate_cuts_only_long_boots():
     assert effects.boot_estimate(g[1:])[0] == pytest.approx(5.0 / 9)     # 9 blocks: plain mean
 
 
+def test_variance_components_split_within_and_between_boots():
+    rng = np.random.default_rng(5)
+    # 400 boots of 32 blocks: block SD 4 %, boot means 3 % apart
+    groups = [rng.normal(rng.normal(0, 0.03), 0.04, 32) for _ in range(400)]
+    within, between = effects.variance_components(groups)
+    assert math.sqrt(within) == pytest.approx(0.04, rel=0.03)
+    assert math.sqrt(between) == pytest.approx(0.03, rel=0.12)
+    # no between-boot part: the floor at 0, not a negative variance
+    flat = [rng.normal(0, 0.04, 32) for _ in range(400)]
+    assert effects.variance_components(flat)[1] < 0.004 ** 2
+    assert effects.variance_components(groups[:1]) is None
+    assert effects.variance_components([np.array([0.1]), np.array([0.2])]) is None
+
+
 def test_equivalent_for_no_effect_and_not_for_a_five_percent_effect():
     """Over 40 seeds: no effect is "equivalent" except where the 5 % error
     rate of the test made it significant (at most the binomial 99.9 % bound

@@ -135,6 +135,22 @@ def random_effects_se(estimates: list[tuple[float, float, int]]) -> float:
     return math.sqrt((between + within) / nb)
 
 
+def variance_components(groups: list[np.ndarray]) -> tuple[float, float] | None:
+    """Where a comparison's noise comes from (the diagnostics of
+    analysis/scripts/{inboot,variance}_components.py): the pooled within-boot
+    variance of one block's log ratio, and the between-boot variance of a
+    boot's plain mean beyond what that explains (method of moments, floored
+    at 0; :func:`random_effects_se` is the same split with the trimmed
+    means the verdicts use). None with fewer than 2 boots or a boot of
+    fewer than 2 blocks."""
+    n = np.array([len(g) for g in groups], dtype=float)
+    if len(groups) < 2 or n.min() < 2:
+        return None
+    within = sum(((g - g.mean()) ** 2).sum() for g in groups) / (n - 1).sum()
+    means = np.array([g.mean() for g in groups])
+    return float(within), max(0.0, float(means.var(ddof=1) - (within / n).mean()))
+
+
 def _two_level(groups: list[np.ndarray], confidence: float, method: str, df_of) -> Effect:
     """The mean over boots of per-boot locations (:func:`boot_estimate`) with
     the two-level SE (:func:`random_effects_se`) and a t interval and test on
