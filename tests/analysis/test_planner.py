@@ -236,3 +236,31 @@ def test_one_first_boot_a_settled_cell_stops_and_a_kernel_build_gets_its_second(
     assert plan.cells["S"].ended_by == planner.SETTLED and "S" not in keys
     assert sorted(k for k in keys if k.startswith("K-")) == ["K-acqrel", "K-full"]
     assert keys.count("D") == 1
+
+
+def test_an_inconclusive_comparison_gets_the_budget_before_two_judged_wide_ones():
+    """Issue 26: cell U feeds one inconclusive comparison (a 3 % change its
+    interval cannot yet tell from none), cell W two judged ones (equivalent)
+    still wider than the 2 % target. Boots cost the same; the budget buys
+    one cell's round. Counted alike, W's two comparisons outweigh U's one;
+    a verdict comes before a narrower interval of one, so U gets the boots."""
+    rng = np.random.default_rng(5)
+    u = synth.samples(rng, boots=2, reps=10, cv=0.07, factors={"relaxed": 1.03},
+                      variants=("full", "relaxed"), op="u", run_prefix="u")
+    w = []
+    for k in range(2):
+        w += synth.samples(rng, boots=2, reps=10, cv=0.03, variants=("full", "relaxed"),
+                           op=f"w{k}", run_prefix=f"w{k}")
+    run_cell = {**_run_cell(u, "U"), **_run_cell(w, "W")}
+    cset = compare.compare_cells(u + w, n_resamples=50)
+    kinds = {c.cell.op: (c.kind, c.effect.half_width_pct) for c in cset.comparisons}
+    assert kinds["u"][0] == "inconclusive", kinds
+    assert all(kinds[f"w{k}"][0] == "equivalent" and kinds[f"w{k}"][1] > TARGETS["in-boot"]
+               for k in range(2)), kinds
+    plan = planner.Plan(TARGETS, max_boots=12, budget_s=1e9)
+    for key in "UW":
+        plan.state(key).boots = 2
+        plan.state(key).boot_s = [10.0, 10.0]
+    keys = planner.next_round(plan, cset, run_cell, remaining_s=20)
+    assert keys == ["U", "U"], keys
+    assert plan.cells["W"].ended_by == ""       # a later round may still narrow W

@@ -17,7 +17,12 @@ cannot pay for all comes from the measured costs: cells are taken in the
 order of the precision they buy per second, the sum of their comparisons'
 weights (each level, in-boot and kernel builds, weighs 1 in all, shared by
 its comparisons still needing more) over the mean wall time of one of their
-boots, until the remaining budget is spent.
+boots, until the remaining budget is spent. A comparison not yet judged
+(inconclusive) weighs :data:`UNJUDGED_WEIGHT` times one judged but wider
+than its target: a verdict is what the run is for, a narrower interval of a
+verdict already given comes second (issue 26, run X2 in docs/validity.md:
+both width targets met with room, 17 comparisons of one cell still
+inconclusive when the budget ended it).
 
 Comparisons that cannot say anything about a CPU (identical code, or
 emulator-blind under TCG: the audits' labels, ``Comparison.settled``) keep
@@ -89,6 +94,14 @@ def needs_more(c: compare.Comparison, target_pct: dict) -> bool:
 
 
 MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
+UNJUDGED_WEIGHT = 4.0   # an inconclusive comparison weighs as much as 4 judged but wide
+
+
+def weight(c: compare.Comparison) -> float:
+    """What one comparison still needing more counts for in its level:
+    1 when judged but wider than its target, UNJUDGED_WEIGHT when not judged
+    (inconclusive, or no interval at all)."""
+    return 1.0 if c.judged else UNJUDGED_WEIGHT
 
 
 def missed_barrier_targets(aa: calibration.AAReport) -> set:
@@ -114,14 +127,16 @@ def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
     for c in cset.comparisons:
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             fed[key].append(c.settled)
-    per_level = Counter(c.level for c in needing)
+    per_level = defaultdict(float)
+    for c in needing:
+        per_level[c.level] += weight(c)
     factors, value = defaultdict(list), defaultdict(float)
     for c in needing:
         judged = c.effect is not None and c.effect.judged
         f = (c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if judged else 4.0
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             factors[key].append(f)
-            value[key] += 1.0 / per_level[c.level]
+            value[key] += weight(c) / per_level[c.level]
     for key in calibrating:
         factors[key].append(MAX_GROWTH ** 2)
         value[key] += 1.0 / len(calibrating)
