@@ -32,12 +32,10 @@ def test_a_noisy_cell_gets_more_boots_and_a_quiet_one_stops_at_its_target():
 
 
 def test_a_wide_cell_gets_boots_by_its_width_and_the_budget_buys_the_most_precision():
-    """Three cells need more: W (wide: 8 comparisons at +-3.9-7.5 %), S
-    (less wide: 1 comparison at +-3.7 %) and K (expensive boots). Without a
-    budget W and K get four times their boots (they want more: the cap), S
-    what its width asks, (3.7/2)^2 times. A budget of 150 s buys W's boots
-    first (most comparisons per second), then S's; K's 80 s boots do not fit
-    and wait. Nothing fits at all: every cell ends by budget."""
+    """Three cells need more: W (wide: 8 comparisons at about +-3 %), S
+    (slightly wide: 1 comparison) and K (expensive boots). A budget of 100 s
+    buys W's boots first (most comparisons per second), then S's; K's 80 s
+    boots do not fit and wait. Nothing fits at all: every cell ends by budget."""
     rng = np.random.default_rng(3)
     w = []
     for k in range(8):
@@ -58,10 +56,10 @@ def test_a_wide_cell_gets_boots_by_its_width_and_the_budget_buys_the_most_precis
         return plan
 
     keys = planner.next_round(fresh(), cset, run_cell)
-    assert keys.count("W") == 6 and keys.count("K") == 6 and keys.count("S") == 5, keys
+    assert keys.count("W") == 2 and keys.count("K") == 2 and 1 <= keys.count("S") <= 2, keys
     plan = fresh()
-    keys = planner.next_round(plan, cset, run_cell, remaining_s=150)
-    assert keys[:6] == ["W"] * 6 and "K" not in keys and keys.count("S") >= 1, keys
+    keys = planner.next_round(plan, cset, run_cell, remaining_s=100)
+    assert keys[:2] == ["W", "W"] and "K" not in keys and keys.count("S") >= 1, keys
     assert plan.cells["K"].ended_by == ""          # another round may still fit it
     plan = fresh()
     assert planner.next_round(plan, cset, run_cell, remaining_s=5) == []
@@ -75,7 +73,7 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
     rng = np.random.default_rng(2)
     cvs = {"A": 0.005, "B": 0.045, "C": 0.40}
     samples = {k: [] for k in cvs}
-    plan = planner.Plan(TARGETS, max_boots=16, budget_s=1e9)
+    plan = planner.Plan(TARGETS, max_boots=8, budget_s=1e9)
 
     def boot(key):
         b = plan.state(key).boots
@@ -100,8 +98,8 @@ def test_the_rule_stops_every_cell_at_its_target_or_max_boots():
             boot(key)
     st = plan.cells
     assert st["A"].ended_by == planner.TARGET and st["A"].boots == 2
-    assert st["B"].ended_by == planner.TARGET and 2 < st["B"].boots < 16
-    assert st["C"].ended_by == planner.MAX_BOOTS and st["C"].boots == 16
+    assert st["B"].ended_by == planner.TARGET and 2 < st["B"].boots < 8
+    assert st["C"].ended_by == planner.MAX_BOOTS and st["C"].boots == 8
     assert planner.ended_by_counts(plan) == {planner.TARGET: 2, planner.MAX_BOOTS: 1}
     (c,) = [c for c in cset.comparisons if c.cell.op == "C"]
     ended = {k: s.ended_by for k, s in st.items()}
@@ -217,9 +215,8 @@ def test_a_calibration_cell_whose_barrier_is_not_found_gets_boots_though_settled
 def test_one_first_boot_a_settled_cell_stops_and_a_kernel_build_gets_its_second():
     """A matrix with `boots = 1` (issue 26 run F): after one boot a cell, the
     settled cell (identical code) stops; the kernel builds, one boot a side,
-    cannot be judged, so each of their cells gets three more boots (a round
-    at most quadruples a cell); the noisy distinguishable atomics cell grows
-    too."""
+    cannot be judged, so each of their cells gets one more boot (a round at
+    most doubles a cell); the noisy distinguishable atomics cell grows too."""
     rng = np.random.default_rng(5)
     settled = synth.samples(rng, boots=1, reps=10, cv=0.10, variants=("full", "relaxed"),
                             op="same", run_prefix="s")
@@ -238,8 +235,8 @@ def test_one_first_boot_a_settled_cell_stops_and_a_kernel_build_gets_its_second(
         plan.state(key).boot_s = [5.0]
     keys = planner.next_round(plan, cset, run_cell)
     assert plan.cells["S"].ended_by == planner.SETTLED and "S" not in keys
-    assert sorted(k for k in keys if k.startswith("K-")) == ["K-acqrel"] * 3 + ["K-full"] * 3
-    assert 1 <= keys.count("D") <= 3
+    assert sorted(k for k in keys if k.startswith("K-")) == ["K-acqrel", "K-full"]
+    assert keys.count("D") == 1
 
 
 def test_an_inconclusive_comparison_gets_the_budget_before_two_judged_wide_ones():
