@@ -11,8 +11,8 @@ How many boots a cell gets in a round comes from the measured widths: a
 cell's interval narrows like 1/sqrt(boots) (the blocks of a boot are fixed,
 and for the atomics the between-boot variance is about 0), so a cell whose
 comparisons needing more have a median width w against target t wants
-``boots * (w / t)^2`` boots in all, at most four times what it has per
-round (:data:`MAX_GROWTH`) and at most ``max_boots``. Which cells get their boots when the time budget
+``boots * (w / t)^2`` boots in all, at most twice what it has per round and
+at most ``max_boots``. Which cells get their boots when the time budget
 cannot pay for all comes from the measured costs: cells are taken in the
 order of the precision they buy per second, the sum of their comparisons'
 weights (each level, in-boot and kernel builds, weighs 1 in all, shared by
@@ -93,12 +93,7 @@ def needs_more(c: compare.Comparison, target_pct: dict) -> bool:
     return e.half_width_pct > target_pct[c.level]
 
 
-# A round at most quadruples a cell's boots. Twice was too few: a 30-minute
-# bench has three rounds or so (the first boots alone take about 14 min), so
-# a cell could never pass 2 * 2^3 boots however far its comparisons were
-# from a verdict (run Y1, docs/validity.md: the cortex-a57 2-vCPU shared
-# line ended at 8 boots and +-8.8 %, 67 comparisons inconclusive).
-MAX_GROWTH = 4.0
+MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
 UNJUDGED_WEIGHT = 4.0   # an inconclusive comparison weighs as much as 4 judged but wide
 
 
@@ -143,7 +138,7 @@ def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
             factors[key].append(f)
             value[key] += weight(c) / per_level[c.level]
     for key in calibrating:
-        factors[key].append(2.0)        # doubles: more cannot show a free barrier
+        factors[key].append(MAX_GROWTH ** 2)
         value[key] += 1.0 / len(calibrating)
     offers = []
     for key, st in sorted(plan.cells.items()):
