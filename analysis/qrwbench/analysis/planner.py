@@ -132,8 +132,8 @@ def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
         per_level[c.level] += weight(c)
     factors, value = defaultdict(list), defaultdict(float)
     for c in needing:
-        judged = c.effect is not None and c.effect.judged
-        f = (c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if judged else 4.0
+        has_ci = c.effect is not None and c.effect.judged     # an interval, not a verdict
+        f = (c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if has_ci else 4.0
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             factors[key].append(f)
             value[key] += weight(c) / per_level[c.level]
