@@ -133,7 +133,9 @@ def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
     factors, value = defaultdict(list), defaultdict(float)
     for c in needing:
         has_ci = c.effect is not None and c.effect.judged     # an interval, not a verdict
-        f = (c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if has_ci else 4.0
+        # no interval yet: it wants the most one round gives
+        f = ((c.effect.half_width_pct / plan.target_pct[c.level]) ** 2 if has_ci
+             else MAX_GROWTH ** 2)
         for key in {run_cell[r] for r in c.runs if r in run_cell}:
             factors[key].append(f)
             value[key] += weight(c) / per_level[c.level]
