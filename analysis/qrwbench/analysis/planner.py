@@ -17,7 +17,14 @@ cannot pay for all comes from the measured costs: cells are taken in the
 order of the precision they buy per second, the sum of their comparisons'
 weights (each level, in-boot and kernel builds, weighs 1 in all, shared by
 its comparisons still needing more) over the mean wall time of one of their
-boots, until the remaining budget is spent. A comparison not yet judged
+boots, until the round's share of the budget is spent: at most
+:data:`ROUND_SHARE` of what is left (or :data:`MIN_ROUND_S`, whichever is
+more), so that the budget is spent in several shorter rounds, each planned
+on the intervals of the one before, and a cheap cell that is still wide
+gets 2, 4, 8, 16, 32 boots in as many rounds (issue 26: with each round
+spending all that was left, a 30-minute bench had two rounds after the
+first boots, and the cheap cortex-a57 2-vCPU shared cell ended at 8 boots
+in runs Y1 and Y3, docs/validity.md). A comparison not yet judged
 (inconclusive) weighs :data:`UNJUDGED_WEIGHT` times one judged but wider
 than its target: a verdict is what the run is for, a narrower interval of a
 verdict already given comes second (issue 26, run X2 in docs/validity.md:
@@ -94,6 +101,8 @@ def needs_more(c: compare.Comparison, target_pct: dict) -> bool:
 
 
 MAX_GROWTH = 2.0        # a round at most doubles a cell's boots
+ROUND_SHARE = 0.5       # a round plans at most this share of the budget left ...
+MIN_ROUND_S = 120.0     # ... or this much (s), whichever is more
 UNJUDGED_WEIGHT = 4.0   # an inconclusive comparison weighs as much as 4 judged but wide
 
 
@@ -157,15 +166,25 @@ def next_round(plan: Plan, cset: compare.ComparisonSet, run_cell: dict,
             n = max(1, min(plan.max_boots - st.boots, math.ceil(st.boots * grow) - st.boots))
             cost = plan.boot_cost(key)
             offers.append((-value[key] / cost, key, n, cost))
-    out, left = [], remaining_s
-    for _, key, n, cost in sorted(offers):
+    offers.sort()
+    out = _spend(offers, min(remaining_s, max(remaining_s * ROUND_SHARE, MIN_ROUND_S)))
+    if not out:         # a round's share buys none of the boots: what is left may
+        out = _spend(offers, remaining_s)
+    if offers and not out:
+        for _, key, _, _ in offers:
+            plan.cells[key].ended_by = BUDGET
+    return out
+
+
+def _spend(offers: list, budget_s: float) -> list:
+    """The keys ``offers`` (sorted best first: (-value per s, key, boots
+    wanted, cost of one)) get for ``budget_s`` seconds, a key per boot."""
+    out, left = [], budget_s
+    for _, key, n, cost in offers:
         k = n if math.isinf(left) else min(n, int(left // cost))
         if k > 0:
             out += [key] * k
             left -= k * cost
-    if offers and not out:
-        for _, key, _, _ in offers:
-            plan.cells[key].ended_by = BUDGET
     return out
 
 
