@@ -212,14 +212,17 @@ def program_run(root, run_id, workload, *, vcpus=2, factor=1.0, rng=None, reps=6
 def samples(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_cv=0.0,
             variants=("full", "acquire", "release", "relaxed"), copy_factor=1.0, op="op0",
             workload="atomics", impl="inline", params="{}", run_prefix="run", copies=(0, 1),
-            arch="x86_64", cpu="qemu64", placement="shared"):
+            arch="x86_64", cpu="qemu64", placement="shared", copy_boot_cv=0.0):
     """Samples with a known structure: throughput = 50e6 * factor[variant] *
     boot speed (CV boot_cv) * block phase (CV block_cv, common to every entry of
-    the block) * window noise (CV cv). Copy 1 is multiplied by copy_factor."""
+    the block) * window noise (CV cv). Copy 1 is multiplied by copy_factor
+    and by a factor of its boot (CV copy_boot_cv: two copies of the same
+    code that differ from boot to boot, as on the host of run Z1)."""
     factors = factors or {}
     out = []
     for b in range(boots):
         boot = rng.lognormal(0, boot_cv)
+        copy_boot = rng.lognormal(0, copy_boot_cv) if copy_boot_cv else 1.0
         for rep in range(reps):
             phase = rng.lognormal(0, block_cv)
             for v in variants:
@@ -230,7 +233,7 @@ def samples(rng, *, boots=2, reps=10, factors=None, cv=0.02, block_cv=0.0, boot_
                                 "placement": placement, "params": params, "variant": v,
                                 "copy": c, "run_id": f"{run_prefix}-{b}", "rep": rep,
                                 "started_at": f"{b:04d}", "per_thread_ops": [1, 1],
-                                "throughput": x * (copy_factor if c else 1.0)})
+                                "throughput": x * (copy_factor * copy_boot if c else 1.0)})
     return out
 
 

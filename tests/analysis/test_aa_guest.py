@@ -15,7 +15,7 @@ from qrwbench.cell import Cell
 
 pytestmark = pytest.mark.guest
 AA_OPS = "atomic_add_return,atomic_cmpxchg,smp_load_acquire"
-AA_BOOTS = 3
+AA_BOOTS = 6   # the copies differ from boot to boot on some hosts (run Z1): enough to see it
 
 
 def boot_samples(tmp_path, name, seed, vcpus=2, **params):
@@ -65,13 +65,16 @@ def test_aa_identical_copies_show_no_significant_difference(aa_boots):
     assert set(got.values()) == {verdicts.NO_DIFF}, got
 
 
-def test_aa_false_positives_per_boot_are_consistent_with_alpha(aa_boots):
-    k = n = 0
-    for b in aa_boots:
-        aa = calibration.aa_control(b, boots=False)
-        k += aa.n_significant
-        n += aa.n_judged
-    assert n >= AA_BOOTS * 9
+def test_aa_false_positives_over_the_boots_are_consistent_with_alpha(aa_boots):
+    """Unadjusted, as the bench's calibration line counts them, over the
+    boots together. Not per boot: on the host of run Z1 (docs/validity.md)
+    the two copies differed within a boot, differently in each, and one
+    boot at a time 10 to 12 of 30 came out significant; the rig's intervals
+    carry that boot level (effects.paired_df), a single boot's cannot."""
+    aa = calibration.aa_control([s for b in aa_boots for s in b], boots=False)
+    k, n = aa.n_significant, aa.n_judged
+    assert n >= 9
+    assert all(r.effect.n_boots[0] == AA_BOOTS for r in aa.results if r.effect)
     p = sps.binomtest(k, n, ALPHA, alternative="greater").pvalue
     assert p >= 0.01, f"{k} of {n} A/A comparisons significant at alpha {ALPHA}: binomial p={p:.3g}"
 

@@ -21,8 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def results_db(tmp_path_factory):
-    """Atomics at 1 and 2 vCPUs (2 overcommitted on a 1-CPU host), rwlock on two
-    kernel variants with a write-fraction sweep, two rig commits for history."""
+    """Atomics at 1 and 2 vCPUs (2 overcommitted on a 1-CPU host; one boot
+    each, relaxed faster and release slower), rwlock on two kernel variants
+    with a write-fraction sweep, two rig commits for history."""
     tmp = tmp_path_factory.mktemp("report")
     runs = tmp / "runs"
     db = str(tmp / "results" / "qrwbench.sqlite")
@@ -30,7 +31,8 @@ def results_db(tmp_path_factory):
     for commit, t in (("1" * 40, 0), ("2" * 40, 1)):
         for vcpus in (1, 2):
             made.append(synth.atomics_run(
-                runs, f"a{t}-{vcpus}", vcpus=vcpus, factors={"relaxed": 1.10}, reps=6,
+                runs, f"a{t}-{vcpus}", vcpus=vcpus, factors={"relaxed": 1.10, "release": 0.88},
+                reps=6,
                 rig_commit=commit, overcommitted=vcpus == 2,
                 started_at=f"2026-12-0{t + 1}T00:0{vcpus}:00Z"))
         for kv in ("acqrel", "full"):

@@ -20,7 +20,9 @@ other and a slow phase of the host moves both alike.
   of Kalibera & Jones ("Rigorous benchmarking in reasonable time", ISMM
   2013), boot and block as random levels, with Yuen's trimmed-mean variance
   for the block level (:func:`random_effects_se`), and the interval is
-  ``estimate +- t(df) * SE`` with ``df`` the blocks kept less the boots. A two-stage
+  ``estimate +- t(df) * SE`` (:func:`paired_df`: boots - 1 where the boot
+  locations vary more than their blocks explain, else the blocks kept less
+  the boots). A two-stage
   bootstrap (boots, then blocks) was tried first and dropped: it counts the
   within-boot noise twice, so its intervals did not narrow with more boots
   (half-widths 2.3 % at 2 boots and 2.7 % at 8 on the synthetic data of
@@ -121,6 +123,15 @@ def boot_estimate(g: np.ndarray) -> tuple[float, float, int]:
     return float(sps.trim_mean(g, TRIM)), float(w.var(ddof=1)) / ((h / n) ** 2 * n), h
 
 
+def _levels(estimates: list[tuple[float, float, int]]) -> tuple[float, float]:
+    """(within, between) of :func:`random_effects_se`."""
+    nb = len(estimates)
+    locs = np.array([e[0] for e in estimates])
+    within = float(np.mean([e[1] for e in estimates]))
+    between = max(0.0, float(locs.var(ddof=1)) - within) if nb > 1 else 0.0
+    return within, between
+
+
 def random_effects_se(estimates: list[tuple[float, float, int]]) -> float:
     """Standard error of the mean of boot locations under the two-level model
     (Kalibera & Jones: boot and block as random levels): the within-boot part
@@ -128,11 +139,24 @@ def random_effects_se(estimates: list[tuple[float, float, int]]) -> float:
     between-boot part by the method of moments (the boot locations' variance
     less what the within-boot noise explains, floored at 0). Written out: a
     few lines of one-way ANOVA, with Yuen's variance in place of s^2/n."""
+    within, between = _levels(estimates)
+    return math.sqrt((between + within) / len(estimates))
+
+
+def paired_df(estimates: list[tuple[float, float, int]]) -> int:
+    """Degrees of freedom of :func:`random_effects_se` for paired blocks.
+    Where the boot locations vary more than their blocks explain (between >
+    0), the SE is their own spread, s^2 / boots, which has boots - 1 degrees
+    of freedom, however many blocks there are; else it is the blocks'
+    (within / boots) with the blocks kept less the boots. Until issue 26's
+    run Z1 (docs/validity.md) it was always the blocks': on that host two
+    compiled copies of one op differ from boot to boot, and copy A/A came
+    out significant 106 times of 777 at alpha 0.05 (39 with this rule)."""
+    within, between = _levels(estimates)
     nb = len(estimates)
-    locs = np.array([e[0] for e in estimates])
-    within = float(np.mean([e[1] for e in estimates]))
-    between = max(0.0, float(locs.var(ddof=1)) - within) if nb > 1 else 0.0
-    return math.sqrt((between + within) / nb)
+    if between > 0:
+        return nb - 1
+    return max(sum(e[2] for e in estimates) - nb, 1)
 
 
 def variance_components(groups: list[np.ndarray]) -> tuple[float, float] | None:
@@ -182,9 +206,8 @@ def _two_level(groups: list[np.ndarray], confidence: float, method: str, df_of) 
 
 def paired(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
     """The in-boot effect from per-boot block log ratios (module docstring):
-    t on the blocks' degrees of freedom (the ratio's boot level is small)."""
-    return _two_level(groups, confidence, "paired blocks",
-                      lambda est: max(sum(x[2] for x in est) - len(est), 1))
+    t on :func:`paired_df` degrees of freedom."""
+    return _two_level(groups, confidence, "paired blocks", paired_df)
 
 
 def level(groups: list[np.ndarray], *, confidence=CONFIDENCE) -> Effect:
