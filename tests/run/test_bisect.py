@@ -290,3 +290,50 @@ def test_series_lists_from_and_each_commit_after_it(kernel_repo):
         series.commits(kernel_repo["repo"], kernel_repo["c3"], kernel_repo["good"])
     with pytest.raises(Exception, match="FROM 'nope': unknown commit"):
         series.commits(kernel_repo["repo"], "nope", "HEAD")
+
+
+# ------------------------------------------------- GOOD and LKP's stability rule
+
+def _store_good(tmp_path, levels, start=0):
+    """One atomics boot per level at kernel commit 'b'*40 (synth's), each
+    boot's throughput scaled by its level (atomics have no in-boot reference:
+    the per-boot values are the boots' own levels)."""
+    db = tmp_path / "good.sqlite"
+    for i, lvl in enumerate(levels, start):
+        run = synth.atomics_run(tmp_path / "runs", f"good-{i}", rate=50e6 * lvl, cv=0.01)
+        assert store.import_run(db, run).status == "ok"
+    return db
+
+
+def _good(db):
+    conn = store.connect(db)
+    row = conn.execute("SELECT * FROM runs").fetchone()
+    from qrwbench.cell import Cell
+    return conn, Cell.of_run(row)
+
+
+def test_a_stable_good_boots_no_more(tmp_path):
+    db = _store_good(tmp_path, [1.0, 1.01, 0.99, 1.0, 1.02])
+    conn, cell = _good(db)
+    runs = ktree.cell_runs(conn, cell, "b" * 40)
+    more = []
+    assert bisect.good_runs(conn, cell, runs, lambda: more.append(1)) == (runs, "")
+    assert not more
+
+
+def test_an_unstable_good_is_measured_once_more_then_flagged_not_refused(tmp_path):
+    """Boots 30 % apart (the CI host of 2026-12-06): one more batch is booted,
+    and when GOOD still fails LKP's rule bisect goes on with all its boots and
+    says why, instead of stopping with 'cannot bisect'."""
+    spread = [0.85, 1.0, 1.15, 0.9, 1.1]
+    db = _store_good(tmp_path, spread)
+    conn, cell = _good(db)
+    runs = ktree.cell_runs(conn, cell, "b" * 40)
+
+    def measure_more():
+        _store_good(tmp_path, spread, start=len(spread))
+        return ktree.cell_runs(conn, cell, "b" * 40)
+
+    good, why = bisect.good_runs(conn, cell, runs, measure_more)
+    assert len(good) == 10 and set(runs) < set(good)
+    assert "min-max gap" in why and "atomic_add_return" in why, why
