@@ -2,10 +2,10 @@
 
 The summary and calibration lines of a run (the latest rig commit in DB,
 or RIG_COMMIT) under each rule for the degrees of freedom of in-boot
-(paired-block) intervals (issue 26): ``pretest`` (effects.paired_df as it
-was at bf493fa: boots - 1 when the boot locations scatter more than their
-blocks explain, else the blocks'), ``boots`` (always boots - 1: the modified
-Knapp-Hartung interval), and the rule in effects.paired_df now. Also the A/A
+(paired-block) intervals (issue 26): ``code`` (effects.paired_df: boots - 1
+when the boot locations scatter more than their blocks explain, else the
+blocks') and ``boots`` (always boots - 1: the modified Knapp-Hartung
+interval). Also the A/A
 false positives by boots of the cell, where the rules differ most. Labels
 come from the audits in build/ (as `make bench`'s)."""
 import sys
@@ -19,13 +19,7 @@ from qrwbench.results import store  # noqa: E402
 import scriptdb  # noqa: E402
 
 
-def _pretest(est):
-    within, between = effects._levels(est)
-    return len(est) - 1 if between > 0 else max(sum(e[2] for e in est) - len(est), 1)
-
-
-RULES = {"pretest": _pretest, "boots": lambda est: max(len(est) - 1, 1),
-         "now": effects.paired_df}
+RULES = {"code": effects.paired_df, "boots": lambda est: max(len(est) - 1, 1)}
 
 
 def main(argv):
