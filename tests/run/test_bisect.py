@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TOP, kernel_tree
+from qrwbench.cell import Cell
 from qrwbench.results import store
 from qrwbench.run import bisect, ktree, series
 
@@ -307,9 +308,7 @@ def _store_good(tmp_path, levels, start=0):
 
 def _good(db):
     conn = store.connect(db)
-    row = conn.execute("SELECT * FROM runs").fetchone()
-    from qrwbench.cell import Cell
-    return conn, Cell.of_run(row)
+    return conn, Cell.of_run(conn.execute("SELECT * FROM runs").fetchone())
 
 
 def test_a_stable_good_boots_no_more(tmp_path):
@@ -317,7 +316,10 @@ def test_a_stable_good_boots_no_more(tmp_path):
     conn, cell = _good(db)
     runs = ktree.cell_runs(conn, cell, "b" * 40)
     more = []
-    assert bisect.good_runs(conn, cell, runs, lambda: more.append(1)) == (runs, "")
+    try:
+        assert bisect.good_runs(conn, cell, runs, lambda: more.append(1)) == (runs, "")
+    finally:
+        conn.close()
     assert not more
 
 
@@ -334,6 +336,13 @@ def test_an_unstable_good_is_measured_once_more_then_flagged_not_refused(tmp_pat
         _store_good(tmp_path, spread, start=len(spread))
         return ktree.cell_runs(conn, cell, "b" * 40)
 
-    good, why = bisect.good_runs(conn, cell, runs, measure_more)
+    try:
+        good, why = bisect.good_runs(conn, cell, runs, measure_more)
+    finally:
+        conn.close()
     assert len(good) == 10 and set(runs) < set(good)
     assert "min-max gap" in why and "atomic_add_return" in why, why
+    # ... and the report says so where bisect could not name a commit
+    rep = bisect.report({"good_unstable": f"after 10 boots: {why}"}, {"candidates": ["c" * 40]})
+    assert "(skipped steps; GOOD failed LKP's stability rule after 10 boots: qrwbench." in rep, rep
+    assert "min-max gap" in rep and rep.endswith("it is one of: cccccccccccc"), rep

@@ -373,6 +373,11 @@ def good_runs(conn, cell, good, measure_more) -> tuple[list[str], str]:
     return good, "" if ok else why
 
 
+def good_flag(state: dict) -> str:
+    """What the report says of a GOOD that failed LKP's rule (:func:`good_runs`)."""
+    return f"GOOD failed LKP's stability rule {state['good_unstable']}"
+
+
 def all_stable(conn, cell, run_ids):
     import numpy as np
 
@@ -411,8 +416,7 @@ def report(state: dict, result: dict) -> str:
             conn.close()
         lines = [f"first bad commit: {sha} {result['subject']}"]
         if state.get("good_unstable"):
-            lines.append(f"(GOOD failed LKP's stability rule {state['good_unstable']}: "
-                         "judged by confidence intervals)")
+            lines.append(f"({good_flag(state)}: judged by confidence intervals)")
         if twin:
             lines.append(f"(it has the {how}: the boots below are {twin.group(1)}'s)")
         good_subject = ktree.git(state["workdir"]["linux"], "log", "-1", "--format=%s",
@@ -423,8 +427,7 @@ def report(state: dict, result: dict) -> str:
         lines.append(f"bisect took {result['seconds']:.0f} s; log: {Path(state['workdir']['root']) / 'bisect.log'}")
         return "\n".join(lines)
     if result.get("candidates"):
-        why = (f" (GOOD failed LKP's stability rule {state['good_unstable']})"
-               if state.get("good_unstable") else "")
+        why = f"; {good_flag(state)}" if state.get("good_unstable") else ""
         return ("bisect: could not tell the first bad commit (skipped steps" + why
                 + "); it is one of: " + ", ".join(c[:12] for c in result["candidates"]))
     return "bisect: git bisect run did not name a first bad commit (see the output above)"
