@@ -1,7 +1,7 @@
 """Usage: /usr/bin/python3 analysis/scripts/inboot_components.py DB [RIG_COMMIT]
 
 Where the width of the in-boot comparisons of `make bench` comes from, per
-family (arch, CPU model, workload, vCPUs, placement): for each in-boot
+family (arch, CPU model, workload, vCPUs, placement, parameters but ops): for each in-boot
 comparison, the SD of one paired block's log ratio (within a boot) and the
 SD of a boot's mean ratio beyond what that explains (between boots,
 effects.variance_components), with the verdicts, boots, blocks per boot and
@@ -37,10 +37,10 @@ def main(argv):
         if parts is None:
             continue
         fams[(c.cell.arch, c.cell.cpu, c.cell.workload, c.cell.vcpus,
-              c.cell.placement)].append(
+              c.cell.placement, c.cell.params_text(drop=("ops",)))].append(
             (c.kind, len(g), np.mean([len(x) for x in g]), np.sqrt(parts[0]) * 100,
              np.sqrt(parts[1]) * 100, c.effect.half_width_pct))
-    print("arch cpu workload vCPUs placement: verdicts; medians: boots, blocks/boot, block SD, "
+    print("arch cpu workload vCPUs placement params: verdicts; medians: boots, blocks/boot, block SD, "
           "between-boot SD, CI half-width")
     for fam in sorted(fams):
         v = fams[fam]
