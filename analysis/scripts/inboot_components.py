@@ -4,8 +4,8 @@ Where the width of the in-boot comparisons of `make bench` comes from, per
 family (arch, CPU model, workload, vCPUs, placement, parameters but ops):
 for each in-boot comparison, the SD of one paired block's log ratio
 (within a boot) and the SD of a boot's mean ratio beyond what that
-explains (between boots, effects.variance_components), with the verdicts, boots, blocks per boot and
-the CI half-width; medians per family. Where the between-boot part is ~0,
+explains (between boots, effects.variance_components), with the
+verdicts, boots, blocks per boot and the CI half-width; medians per family. Where the between-boot part is ~0,
 the CI shrinks with blocks, and blocks per boot (reps) are cheaper than
 boots."""
 import collections
